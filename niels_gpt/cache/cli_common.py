@@ -1,0 +1,113 @@
+"""Shared plumbing of the CLIs: config-backed flags and one clear error instead of a traceback.
+
+Every build command takes `--config-file` plus one flag per config key it uses. A flag left unset
+falls back to the config file (or the schema default, which its --help shows); a flag that is set
+overrides that key. The result goes through `prepare_config`, so flags are validated exactly like
+config.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from niels_gpt.config import ConfigError, deep_merge, load_config, prepare_config, schema_defaults
+
+_FLAG_KEYS = "_niels_config_flags"
+
+
+def _get(d: dict, dotted: str) -> Any:
+    for part in dotted.split("."):
+        d = d[part]
+    return d
+
+
+def _set(d: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        d = d.setdefault(part, {})
+    d[parts[-1]] = value
+
+
+def add_config_file_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config-file",
+        default=None,
+        help="config.yaml to take unset values from (default: ./config.yaml if present, else built-in defaults)",
+    )
+
+
+def _split_glob(text: str) -> tuple[str, str]:
+    split, sep, pattern = text.partition("=")
+    if not sep or not split or not pattern:
+        raise argparse.ArgumentTypeError(f"expected SPLIT=GLOB (e.g. train=data/x/*.parquet), got {text!r}")
+    return split, pattern
+
+
+def add_config_flag(
+    parser: argparse.ArgumentParser, flag: str, key: str, help: str = "", *, source: str | None = None, **kwargs
+) -> None:
+    """Add `--flag` bound to dotted config `key`; its help shows the schema default.
+
+    `key` may contain "{source}" (e.g. "sources.{source}.max_train_tokens"): it is filled in from
+    `args.source` when the config is resolved; help then shows the default for `source` if given.
+    A key whose value is a mapping (demo_data_files) takes repeated `--flag SPLIT=GLOB`.
+    """
+    defaults = schema_defaults()
+    try:
+        default = _get(defaults, key.format(source=source)) if ("{" not in key or source) else None
+    except KeyError:
+        default = None
+    if isinstance(default, bool):
+        kwargs.setdefault("action", argparse.BooleanOptionalAction)
+    if isinstance(default, dict) and key.endswith("data_files"):
+        kwargs.setdefault("action", "append")
+        kwargs.setdefault("type", _split_glob)
+        kwargs.setdefault("metavar", "SPLIT=GLOB")
+    shown = repr(default) if isinstance(default, str) and ("\n" in default or not default) else default
+    where = key if "{" not in key or source else key + ", per source"
+    parser.add_argument(flag, default=None, help=f"{help} [config: {where}; default: {shown}]".strip(), **kwargs)
+    dest = flag.lstrip("-").replace("-", "_")
+    getattr(parser, _FLAG_KEYS, None) or setattr(parser, _FLAG_KEYS, {})
+    getattr(parser, _FLAG_KEYS)[dest] = key
+
+
+def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
+    """Config file (if any) + every flag that was set, validated."""
+    path = getattr(args, "config_file", None)
+    if path is None and os.path.exists("config.yaml"):
+        path = "config.yaml"
+    overrides: dict = {}
+    for dest, key in getattr(parser, _FLAG_KEYS, {}).items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        if "{source}" in key:
+            key = key.format(source=args.source)
+        if isinstance(value, list) and value and isinstance(value[0], tuple):
+            value = dict(value)  # --data-files SPLIT=GLOB, repeated
+        _set(overrides, key, value)
+    if path:
+        return load_config(path, overrides)
+    return prepare_config(deep_merge({}, overrides), source="command line")
+
+
+# Errors a user can fix: shown as one line, no traceback (set NIELS_GPT_TRACEBACK=1 to see it).
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, ValueError, FileNotFoundError, NotADirectoryError, KeyError)
+
+
+def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as e:
+        if os.environ.get("NIELS_GPT_TRACEBACK"):
+            raise
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"error: {msg}", file=sys.stderr)
+        return 1
