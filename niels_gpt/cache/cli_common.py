@@ -40,6 +40,24 @@ def add_config_file_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Null:
+    """A flag given as `null`/`none`: sets a nullable key (e.g. a budget) to None, i.e. unlimited."""
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+NULL = _Null()
+
+
+def _nullable(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        return NULL if text.strip().lower() in ("null", "none") else convert(text)
+
+    parse.__name__ = getattr(convert, "__name__", "value")  # argparse names the type in its errors
+    return parse
+
+
 def _split_glob(text: str) -> tuple[str, str]:
     split, sep, pattern = text.partition("=")
     if not sep or not split or not pattern:
@@ -67,6 +85,8 @@ def add_config_flag(
         kwargs.setdefault("action", "append")
         kwargs.setdefault("type", _split_glob)
         kwargs.setdefault("metavar", "SPLIT=GLOB")
+    if "type" in kwargs and kwargs.get("action") is None:
+        kwargs["type"] = _nullable(kwargs["type"])
     shown = repr(default) if isinstance(default, str) and ("\n" in default or not default) else default
     where = key if "{" not in key or source else key + ", per source"
     parser.add_argument(flag, default=None, help=f"{help} [config: {where}; default: {shown}]".strip(), **kwargs)
@@ -87,7 +107,9 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             continue
         if "{source}" in key:
             key = key.format(source=args.source)
-        if isinstance(value, list) and value and isinstance(value[0], tuple):
+        if value is NULL:
+            value = None
+        elif isinstance(value, list) and value and isinstance(value[0], tuple):
             value = dict(value)  # --data-files SPLIT=GLOB, repeated
         _set(overrides, key, value)
     if path:
@@ -96,7 +118,7 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
 
 # Errors a user can fix: shown as one line, no traceback (set NIELS_GPT_TRACEBACK=1 to see it).
-USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, ValueError, FileNotFoundError, NotADirectoryError, KeyError)
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, ValueError, OSError)
 
 
 def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
@@ -108,6 +130,5 @@ def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = No
     except USER_ERRORS as e:
         if os.environ.get("NIELS_GPT_TRACEBACK"):
             raise
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {msg}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 1
