@@ -9,6 +9,7 @@ config.yaml.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -32,11 +33,30 @@ def _set(d: dict, dotted: str, value: Any) -> None:
     d[parts[-1]] = value
 
 
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"--spec is not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("--spec must be a JSON object of config values")
+    return value
+
+
 def add_config_file_flag(parser: argparse.ArgumentParser) -> None:
+    """`--config-file` and `--spec`, the two ways to supply config values besides single flags."""
     parser.add_argument(
         "--config-file",
         default=None,
         help="config.yaml to take unset values from (default: ./config.yaml if present, else built-in defaults)",
+    )
+    parser.add_argument(
+        "--spec",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="config values as one JSON object (nested like config.yaml), applied over built-in defaults "
+        "instead of a config file; the Snakemake rules pass exactly the values a job depends on this way",
     )
 
 
@@ -97,8 +117,9 @@ def add_config_flag(
 
 def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
     """Config file (if any) + every flag that was set, validated."""
+    spec = getattr(args, "spec", None)
     path = getattr(args, "config_file", None)
-    if path is None and os.path.exists("config.yaml"):
+    if path is None and spec is None and os.path.exists("config.yaml"):
         path = "config.yaml"
     overrides: dict = {}
     for dest, key in getattr(parser, _FLAG_KEYS, {}).items():
@@ -113,8 +134,8 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             value = dict(value)  # --data-files SPLIT=GLOB, repeated
         _set(overrides, key, value)
     if path:
-        return load_config(path, overrides)
-    return prepare_config(deep_merge({}, overrides), source="command line")
+        return load_config(path, deep_merge(spec or {}, overrides))
+    return prepare_config(deep_merge(spec or {}, overrides), source="--spec and flags" if spec else "command line")
 
 
 # Errors a user can fix: shown as one line, no traceback (set NIELS_GPT_TRACEBACK=1 to see it).
