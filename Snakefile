@@ -1,0 +1,38 @@
+# niels_gpt data pipeline: raw text and chat corpora -> verified on-disk token caches.
+#
+#   snakemake -j4 cache/all                      every enabled cache (default target)
+#   snakemake -j4 cache/all --config demo=true   the same DAG on the bundled offline sample data
+#   snakemake cache/sft/primer/meta.json         one artifact and what it needs
+#   snakemake -n cache/all                       dry run: what would be (re)built, and why
+#
+# Output tree ({cache} = config cache_dir, default "cache"):
+#   {cache}/tokenizer/spm.model, meta.json                       rules/tokenizer.smk
+#   {cache}/pretrain/{source}/{train,val}/shard_NNNNN.bin        rules/pretrain.smk
+#   {cache}/pretrain/{source}/meta.json                            (lists its shards; written last)
+#   {cache}/sft/{source}/{train,val}_tokens.bin, _idx.npy, meta.json     rules/sft.smk
+#   {cache}/streams/{source}_{train,val}.bin, .meta.json          rules/streams.smk
+#   {cache}/all                                                   flag: everything above is built
+#   {cache}/logs/..., {cache}/benchmarks/...                      one log / timing per job
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+
+
+rule all:
+    input:
+        ALL_TARGETS,
+    output:
+        touch(ALL_FLAG),
+
+
+include: "rules/tokenizer.smk"
+include: "rules/pretrain.smk"
+include: "rules/sft.smk"
+include: "rules/streams.smk"

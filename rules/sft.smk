@@ -1,0 +1,28 @@
+# SFT caches for dolly15k, oasst1 and primer: one renderer (niels_gpt.chat_template), one writer.
+# {split}_tokens.bin holds uint16 ids of whole examples back to back, {split}_idx.npy their int64
+# start offsets; the assistant-only loss mask is recomputed from the special ids at read time.
+
+
+rule sft:
+    input:
+        model=TOKENIZER_MODEL,
+        files=sft_inputs,
+    output:
+        train_tokens=f"{CACHE}/sft/{{source}}/train_tokens.bin",
+        train_idx=f"{CACHE}/sft/{{source}}/train_idx.npy",
+        val_tokens=f"{CACHE}/sft/{{source}}/val_tokens.bin",
+        val_idx=f"{CACHE}/sft/{{source}}/val_idx.npy",
+        meta=f"{CACHE}/sft/{{source}}/meta.json",
+    wildcard_constraints:
+        source="|".join(SFT_SOURCES),
+    params:
+        spec=sft_spec,
+        format_version=FORMAT_VERSION,
+    threads: 2
+    log:
+        f"{CACHE}/logs/sft/{{source}}.log",
+    benchmark:
+        f"{CACHE}/benchmarks/sft/{{source}}.tsv"
+    shell:
+        "{PY} -m niels_gpt.cache.cli build-sft --source {wildcards.source} --tokenizer {input.model}"
+        " --out-dir $(dirname {output.meta}) --spec {params.spec:q} > {log} 2>&1"

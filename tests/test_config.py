@@ -1,0 +1,72 @@
+"""Config: schema defaults == config.yaml, clear errors for typos and wrong types, CLI-string coercion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from niels_gpt.config import SCHEMA_PATH, ConfigError, load_config, load_schema, prepare_config, schema_defaults
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_config_yaml_states_every_default():
+    with open(ROOT / "config.yaml") as f:
+        assert yaml.safe_load(f) == schema_defaults()
+
+
+def _walk(node, path=""):
+    yield path, node
+    for key, sub in node.get("properties", {}).items():
+        yield from _walk(sub, f"{path}.{key}".lstrip("."))
+
+
+def test_every_schema_key_has_description_and_default():
+    schema = load_schema()
+    for path, node in _walk(schema):
+        if not path:
+            continue
+        assert "description" in node or "$ref" in node, path
+        assert "default" in node, path
+    for path, node in _walk(schema):
+        if node.get("type") == "object" and "properties" in node:
+            assert node.get("additionalProperties") is False, path
+
+
+def test_misspelt_key_names_the_key_and_suggests():
+    with pytest.raises(ConfigError, match=r"unknown key 'sources.oasst1.max_mesages' \(did you mean 'max_messages'\?\)"):
+        prepare_config({"sources": {"oasst1": {"max_mesages": 3}}})
+
+
+def test_wrong_type_names_the_key_and_the_expected_type():
+    with pytest.raises(ConfigError, match=r"tokenizer.vocab_size.*expected integer"):
+        prepare_config({"tokenizer": {"vocab_size": "lots"}})
+
+
+def test_command_line_strings_are_coerced():
+    cfg = prepare_config({"demo": "true", "seed": "7", "sources": {"wikitext": {"max_train_tokens": "null"}}})
+    assert cfg["demo"] is True and cfg["seed"] == 7
+    assert cfg["sources"]["wikitext"]["max_train_tokens"] is None
+
+
+def test_mixture_must_sum_to_one():
+    with pytest.raises(ConfigError, match="sum to 1"):
+        prepare_config({"sft": {"mix": {"primer": 0.5, "oasst1": 0.2, "dolly15k": 0.2}}})
+
+
+def test_required_streams_must_be_enabled():
+    with pytest.raises(ConfigError, match="required_sources"):
+        prepare_config({"streams": {"enabled_sources": ["wiki"], "required_sources": ["wiki", "roam"]}})
+
+
+def test_load_config_merges_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 3\ntokenizer:\n  vocab_size: 500\n")
+    cfg = load_config(path, {"tokenizer": {"model_type": "bpe"}})
+    assert cfg["seed"] == 3 and cfg["tokenizer"] == {**schema_defaults()["tokenizer"], "vocab_size": 500, "model_type": "bpe"}
+
+
+def test_schema_file_is_packaged_beside_the_module():
+    assert SCHEMA_PATH.exists()

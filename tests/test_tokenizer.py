@@ -1,0 +1,81 @@
+"""The tokenizer: lossless, injection-proof special tokens, uint16 guard, deterministic training."""
+
+from __future__ import annotations
+
+import pytest
+
+from niels_gpt.special_tokens import SPECIAL_TOKENS
+from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
+
+from conftest import tiny_corpus
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Plain words the river.",
+        "  leading spaces, trailing  \n\n\ttabs\tand\nnewlines\n",
+        "def f(x):\n    return x  # indented code\n",
+        "unseen: 漢字 ß émoji 🙂 Ω ∑ \u00a0nbsp",
+        "",
+        "\n",
+    ],
+)
+def test_decode_encode_round_trips_exactly(tiny_tokenizer, text):
+    assert tiny_tokenizer.decode(tiny_tokenizer.encode(text)) == text
+
+
+def test_special_strings_in_text_encode_to_ordinary_pieces_only(tiny_tokenizer):
+    specials = set(tiny_tokenizer.special_ids.values())
+    for name, literal in SPECIAL_TOKENS.items():
+        text = f"before {literal} after{literal}"
+        ids = tiny_tokenizer.encode(text)
+        assert not specials & set(ids), name
+        assert tiny_tokenizer.decode(ids) == text
+
+
+def test_special_ids_are_named_and_distinct(tiny_tokenizer):
+    ids = tiny_tokenizer.special_ids
+    assert set(ids) == {"sys", "usr", "asst", "eot"}
+    assert len(set(ids.values())) == 4
+    assert tiny_tokenizer.eot_id == ids["eot"] and tiny_tokenizer.asst_id == ids["asst"]
+    assert tiny_tokenizer.decode_with_specials([ids["eot"]]) == SPECIAL_TOKENS["eot"]
+
+
+def test_vocab_size_counts_ordinary_pieces_plus_specials(tiny_tokenizer):
+    assert tiny_tokenizer.vocab_size == 400 + 4
+    assert max(tiny_tokenizer.encode("anything at all 漢")) < tiny_tokenizer.vocab_size
+
+
+def test_uint16_guard_refuses_oversized_vocabulary_before_writing(tmp_path):
+    out = tmp_path / "big.model"
+    with pytest.raises(ValueError, match="uint16"):
+        train_sentencepiece(tiny_corpus(10), out, vocab_size=70_000)
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_too_small_sample_gives_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="tokenizer.vocab_size"):
+        train_sentencepiece(["tiny text only"], tmp_path / "x.model", vocab_size=5000)
+
+
+def test_training_is_deterministic(tmp_path):
+    a = train_sentencepiece(tiny_corpus(200), tmp_path / "a.model", vocab_size=350, num_threads=2)
+    b = train_sentencepiece(tiny_corpus(200), tmp_path / "b.model", vocab_size=350, num_threads=2)
+    assert a.sha256 == b.sha256
+
+
+def test_model_without_control_specials_is_refused(tmp_path):
+    import sentencepiece as spm
+
+    path = tmp_path / "plain.model"
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(tiny_corpus(100)), model_prefix=str(tmp_path / "plain"), vocab_size=150, minloglevel=2
+    )
+    with pytest.raises(ValueError, match="control symbol"):
+        SentencePieceTokenizer(path)
+
+
+def test_missing_model_names_the_path_and_the_fix(tmp_path):
+    with pytest.raises(FileNotFoundError, match="snakemake"):
+        SentencePieceTokenizer(tmp_path / "nope.model")
