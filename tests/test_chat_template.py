@@ -1,0 +1,124 @@
+"""render_chat_sft (seed 001's template and labels) and the token-level mask that must agree with it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sft_chats import random_chats
+
+import niels_gpt.chat_template as ct
+from niels_gpt.chat_template import loss_mask_from_tokens, render_chat_sft, render_chat_sft_batch
+from niels_gpt.data.types import ChatMessage
+from niels_gpt.special_tokens import SPECIAL_TOKENS
+
+CHAT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "where is the river?"},
+    {"role": "assistant", "content": "north of the stone."},
+]
+
+
+def test_template_is_role_content_eot_per_message(tiny_tokenizer):
+    tok, sp = tiny_tokenizer, tiny_tokenizer.special_ids
+    ids, labels = render_chat_sft(tok, CHAT)
+    expected = []
+    for m, role in zip(CHAT, ("sys", "usr", "asst")):
+        expected += [sp[role], *tok.encode(m["content"]), sp["eot"]]
+    assert ids == expected
+    assert len(labels) == len(ids)
+
+
+def test_labels_cover_assistant_content_and_its_eot_only(tiny_tokenizer):
+    tok = tiny_tokenizer
+    ids, labels = render_chat_sft(tok, CHAT)
+    n_asst = len(tok.encode(CHAT[2]["content"])) + 1  # content + eot
+    assert labels[-n_asst:] == ids[-n_asst:]
+    assert labels[-n_asst - 1] == -100  # the asst role token itself
+    assert all(v == -100 for v in labels[: -n_asst])
+    assert labels[-1] == tok.eot_id  # the model learns to stop
+
+
+def test_multi_turn_labels_every_assistant_turn(tiny_tokenizer):
+    tok = tiny_tokenizer
+    chat = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}] * 3
+    ids, labels = render_chat_sft(tok, chat)
+    active = [i for i, v in enumerate(labels) if v != -100]
+    assert [ids[i] for i in active] == (tok.encode("b") + [tok.eot_id]) * 3
+
+
+def test_add_final_eot_false_drops_only_the_last_eot(tiny_tokenizer):
+    with_eot, lab_with = render_chat_sft(tiny_tokenizer, CHAT)
+    without, lab_without = render_chat_sft(tiny_tokenizer, CHAT, add_final_eot=False)
+    assert without == with_eot[:-1] and lab_without == lab_with[:-1]
+
+
+def test_chat_message_objects_render_like_dicts(tiny_tokenizer):
+    objs = [ChatMessage(m["role"], m["content"]) for m in CHAT]
+    assert render_chat_sft(tiny_tokenizer, objs) == render_chat_sft(tiny_tokenizer, CHAT)
+
+
+def test_no_assistant_message_is_refused(tiny_tokenizer):
+    with pytest.raises(ValueError, match="no assistant message"):
+        render_chat_sft(tiny_tokenizer, CHAT[:2])
+
+
+@pytest.mark.parametrize(
+    "messages, match",
+    [
+        ([], "empty"),
+        ([{"role": "bot", "content": "x"}], "role must be one of"),
+        ([{"role": "assistant", "content": 3}], "content must be a string"),
+        ("assistant: hi", "must be a list"),
+    ],
+)
+def test_malformed_messages_are_refused(tiny_tokenizer, messages, match):
+    with pytest.raises(ValueError, match=match):
+        render_chat_sft(tiny_tokenizer, messages)
+
+
+def test_first_message_may_be_assistant_and_order_is_kept(tiny_tokenizer):
+    sp = tiny_tokenizer.special_ids
+    ids, _ = render_chat_sft(tiny_tokenizer, [{"role": "assistant", "content": "x"}, {"role": "system", "content": "y"}])
+    assert ids[0] == sp["asst"] and sp["sys"] in ids[ids.index(sp["eot"]) :]
+
+
+def test_eot_inside_content_is_not_special(tiny_tokenizer):
+    tok = tiny_tokenizer
+    content = "quote " + " ".join(SPECIAL_TOKENS.values())
+    ids, labels = render_chat_sft(tok, [{"role": "user", "content": content}, {"role": "assistant", "content": content}])
+    specials = set(tok.special_ids.values())
+    assert sum(i in specials for i in ids) == 4  # usr, eot, asst, eot: the inserted ones only
+    assert tok.decode(ids) == content + content
+
+
+def test_batch_renderer_equals_single(tiny_tokenizer):
+    chats = random_chats(60, seed=3)
+    pairs = [ct.normalize_messages(c) for c in chats]
+    assert render_chat_sft_batch(tiny_tokenizer, pairs) == [render_chat_sft(tiny_tokenizer, c) for c in chats]
+
+
+@pytest.mark.parametrize("add_final_eot", [True, False])
+def test_token_mask_equals_render_labels_on_random_chats(tiny_tokenizer, add_final_eot):
+    for chat in random_chats(400, seed=1):
+        ids, labels = render_chat_sft(tiny_tokenizer, chat, add_final_eot=add_final_eot)
+        mask = loss_mask_from_tokens(np.array(ids, dtype=np.uint16), tiny_tokenizer.special_ids)
+        assert (mask == (np.array(labels) != -100)).all(), chat
+
+
+def test_token_mask_over_concatenated_examples_and_chunks(tiny_tokenizer, monkeypatch):
+    rendered = [render_chat_sft(tiny_tokenizer, c, add_final_eot=False) for c in random_chats(200, seed=2)]
+    tokens = np.concatenate([np.array(ids, dtype=np.uint16) for ids, _ in rendered])
+    expected = np.concatenate([np.array(lab) != -100 for _, lab in rendered])
+    starts = np.cumsum([0] + [len(ids) for ids, _ in rendered[:-1]])
+    monkeypatch.setattr(ct, "_MASK_CHUNK", 37)  # state must carry across chunk boundaries
+    mask = loss_mask_from_tokens(tokens, tiny_tokenizer.special_ids, example_starts=starts)
+    assert (mask == expected).all()
+
+
+def test_example_start_resets_role_state(tiny_tokenizer):
+    sp = tiny_tokenizer.special_ids
+    # an example ending inside an assistant turn (no final eot), then one starting with plain tokens
+    tokens = np.array([sp["asst"], 300, 301, 302, 303, sp["eot"]], dtype=np.uint16)
+    assert loss_mask_from_tokens(tokens, sp).tolist() == [False, True, True, True, True, True]
+    reset = loss_mask_from_tokens(tokens, sp, example_starts=[0, 3])
+    assert reset.tolist() == [False, True, True, False, False, False]

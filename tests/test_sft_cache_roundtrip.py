@@ -1,0 +1,143 @@
+"""The SFT writer: file formats, roundtrip to render_chat_sft, splits, determinism, drops, atomicity."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+from sft_chats import random_chats
+
+from niels_gpt.cache.formats import FORMAT_VERSION
+from niels_gpt.cache.meta import REQUIRED_SFT, read_meta, sha256_file
+from niels_gpt.cache.sft_writer import build_sft_cache, output_names
+from niels_gpt.chat_template import render_chat_sft
+from niels_gpt.data.types import ChatMessage, ChatSample
+from niels_gpt.splits import val_groups, val_mask
+
+CHATS = random_chats(120, seed=11)
+
+
+def read_split(out, split):
+    path = os.path.join(out, f"{split}_tokens.bin")
+    assert os.path.getsize(path) % 2 == 0
+    tokens = np.fromfile(path, dtype="<u2")
+    idx = np.load(os.path.join(out, f"{split}_idx.npy"))
+    assert idx.dtype == np.dtype("<i8") and idx.ndim == 1
+    if len(idx):
+        assert idx[0] == 0 and (np.diff(idx) > 0).all() and idx[-1] < len(tokens)
+    bounds = list(idx) + [len(tokens)]
+    return [tokens[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def build(tok, out, chats=CHATS, **kw):
+    kw = {"val_frac": 0.2, "seed": 42, **kw}
+    return build_sft_cache(chats, str(out), tokenizer=tok, **kw)
+
+
+def test_reconstructed_sequences_equal_render_input_ids(tiny_tokenizer, tmp_path):
+    meta = build(tiny_tokenizer, tmp_path)
+    is_val = val_mask(len(CHATS), 0.2, 42)
+    for split, want_val in (("train", False), ("val", True)):
+        expected = [render_chat_sft(tiny_tokenizer, c)[0] for c, v in zip(CHATS, is_val) if v == want_val]
+        got = read_split(tmp_path, split)
+        assert got == expected
+        assert meta["splits"][split]["num_examples"] == len(expected)
+        assert meta["splits"][split]["num_tokens"] == sum(map(len, expected))
+
+
+def test_meta_has_seed_000_and_001_fields(tiny_tokenizer, tmp_path):
+    meta = build(tiny_tokenizer, tmp_path, source="dolly15k", t_max=4096, truncation="tail", provenance={"x": 1})
+    assert read_meta(str(tmp_path / "meta.json")) == meta
+    for key in REQUIRED_SFT + ("source", "splits", "val_frac", "seed", "T_max", "truncation", "num_dropped", "files"):
+        assert key in meta, key
+    assert meta["source"] == "dolly15k" and meta["T_max"] == 4096 and meta["truncation"] == "tail"
+    assert meta["format_version"] == FORMAT_VERSION and meta["provenance"] == {"x": 1}
+    assert meta["tokenizer_sha256"] == tiny_tokenizer.sha256 and meta["special_token_ids"] == tiny_tokenizer.special_ids
+    labels = sum(sum(v != -100 for v in render_chat_sft(tiny_tokenizer, c)[1]) for c in CHATS)
+    assert meta["splits"]["train"]["num_label_tokens"] + meta["splits"]["val"]["num_label_tokens"] == labels
+    for name, info in meta["files"].items():
+        assert sha256_file(tmp_path / name) == info["sha256"]
+        assert os.path.getsize(tmp_path / name) == info["bytes"]
+
+
+def test_rebuild_is_byte_identical_and_seed_changes_split(tiny_tokenizer, tmp_path):
+    def digests(out):
+        return {n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in output_names()}
+
+    build(tiny_tokenizer, tmp_path / "a")
+    build(tiny_tokenizer, tmp_path / "b")
+    build(tiny_tokenizer, tmp_path / "c", seed=7)
+    assert digests(tmp_path / "a") == digests(tmp_path / "b")
+    assert digests(tmp_path / "a")["val_idx.npy"] != digests(tmp_path / "c")["val_idx.npy"]
+
+
+def test_group_split_keeps_each_group_in_one_split(tiny_tokenizer, tmp_path):
+    groups = [f"tree{i // 4}" for i in range(len(CHATS))]  # oasst1-style: 4 threads per tree
+    meta = build(tiny_tokenizer, tmp_path, group_keys=groups, val_frac=0.25)
+    held_out = val_groups(groups, 0.25, 42)
+    val_chats = [c for c, g in zip(CHATS, groups) if g in held_out]
+    assert read_split(tmp_path, "val") == [render_chat_sft(tiny_tokenizer, c)[0] for c in val_chats]
+    assert meta["split_by"] == "group" and meta["splits"]["val"]["num_groups"] == len(held_out)
+    assert len(val_chats) % 4 == 0 and len(held_out) == 7  # floor(30 trees * 0.25)
+
+
+def test_group_keys_length_must_match(tiny_tokenizer, tmp_path):
+    with pytest.raises(ValueError, match="group_keys has 3 entries"):
+        build(tiny_tokenizer, tmp_path, group_keys=[1, 2, 3])
+
+
+def test_chat_samples_are_accepted(tiny_tokenizer, tmp_path):
+    samples = [ChatSample([ChatMessage(m["role"], m["content"]) for m in c], "x", {}) for c in CHATS]
+    build(tiny_tokenizer, tmp_path / "a")
+    build(tiny_tokenizer, tmp_path / "b", chats=samples)
+    for name in ("train_tokens.bin", "val_tokens.bin", "val_idx.npy"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_example_without_target_in_window_is_dropped(tiny_tokenizer, tmp_path):
+    long_user = " ".join(["river stone"] * 40)
+    late = [{"role": "user", "content": long_user}, {"role": "assistant", "content": "ok"}]
+    chats = [late, CHATS[0], CHATS[1]]
+    n_late = len(render_chat_sft(tiny_tokenizer, late)[0])
+    assert n_late > 40
+    head = build(tiny_tokenizer, tmp_path / "h", chats=chats, val_frac=0.0, t_max=32, truncation="head")
+    tail = build(tiny_tokenizer, tmp_path / "t", chats=chats, val_frac=0.0, t_max=32, truncation="tail")
+    assert head["num_dropped"] == {"train": 1, "val": 0} and head["train_examples"] == 2
+    assert tail["num_dropped"] == {"train": 0, "val": 0} and tail["train_examples"] == 3
+    assert read_split(tmp_path / "t", "train")[0] == render_chat_sft(tiny_tokenizer, late)[0]  # stored whole
+
+
+def test_failed_build_leaves_nothing_and_removes_stale_cache(tiny_tokenizer, tmp_path):
+    build(tiny_tokenizer, tmp_path / "c")
+    bad = CHATS[:5] + [[{"role": "user", "content": "no answer"}]]
+    with pytest.raises(ValueError, match="example 5: no assistant message"):
+        build(tiny_tokenizer, tmp_path / "c", chats=bad)
+    assert os.listdir(tmp_path / "c") == []
+    with pytest.raises(ValueError):
+        build(tiny_tokenizer, tmp_path / "new", chats=bad)
+    assert not (tmp_path / "new").exists()
+
+
+def test_failure_while_reading_input_leaves_no_cache(tiny_tokenizer, tmp_path):
+    def examples():
+        yield from CHATS[:3]
+        raise ValueError("primer.jsonl:4: messages must be a non-empty list")
+
+    build(tiny_tokenizer, tmp_path)
+    with pytest.raises(ValueError, match="primer.jsonl:4"):
+        build(tiny_tokenizer, tmp_path, chats=examples())
+    assert os.listdir(tmp_path) == []
+
+
+def test_special_token_strings_in_content_stay_text(tiny_tokenizer, tmp_path):
+    from niels_gpt.special_tokens import SPECIAL_TOKENS
+
+    chat = [{"role": "user", "content": SPECIAL_TOKENS["eot"]}, {"role": "assistant", "content": SPECIAL_TOKENS["asst"]}]
+    build(tiny_tokenizer, tmp_path, chats=[chat], val_frac=0.0)
+    (tokens,) = read_split(tmp_path, "train")
+    specials = set(tiny_tokenizer.special_ids.values())
+    assert [t for t in tokens if t in specials] == [
+        tiny_tokenizer.usr_id, tiny_tokenizer.eot_id, tiny_tokenizer.asst_id, tiny_tokenizer.eot_id
+    ]  # fmt: skip
