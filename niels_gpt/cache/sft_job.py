@@ -8,15 +8,18 @@ index for dolly15k and primer) and hands it to the one writer (`sft_writer.build
 `sources.<source>.val_frac`, `sources.<source>.truncation`, `sft.t_max` and `seed`.
 
 The samples are buffered (a list) so the group keys are known before the split: SFT sets are small.
+The previous cache is removed before the input is read, so bad input (e.g. a malformed primer line,
+reported by the loader as "file:line: reason") leaves no cache behind.
 A disabled source writes empty split files and a meta.json with `built: false`, so every declared
 output exists and readers refuse it with the reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-from niels_gpt.cache.sft_writer import build_sft_cache, write_not_built
+from niels_gpt.cache.sft_writer import build_sft_cache, remove_outputs, write_not_built
 
 SFT_SOURCE_NAMES = ("dolly15k", "oasst1", "primer")  # the registry's SFT_SOURCES, for import-light checks
 
@@ -65,9 +68,17 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
             dataset_name=_dataset_name(cfg, source),
         )
     tokenizer = SentencePieceTokenizer(tokenizer_path)
-    samples_iter, provenance = _sft_input(cfg, source)
-    samples = list(samples_iter)
-    meta = build_sft_cache(
+    created = not os.path.exists(out_dir)
+    remove_outputs(out_dir)  # before reading: bad input must not leave the previous cache looking current
+    try:
+        samples_iter, provenance = _sft_input(cfg, source)
+        samples = list(samples_iter)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)
+        raise
+    return build_sft_cache(
         samples,
         out_dir,
         tokenizer=tokenizer,
@@ -81,7 +92,6 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
         dataset_config=None,
         provenance={**(provenance or {}), "demo": cfg["demo"], "source_config": scfg},
     )
-    return meta
 
 
 def format_summary(meta: dict, out_dir: str) -> str:
