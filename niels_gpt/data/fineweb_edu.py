@@ -1,0 +1,51 @@
+"""fineweb-edu pretrain text, streamed from the hub and never materialized (seed 004).
+
+Rows are read through `hub.open_dataset` (the hub id, or local parquet files in the same schema
+with `data_files=`), shuffled with `IterableDataset.shuffle(seed=, buffer_size=)`, and cut after
+`take` samples without reading further. The text field follows `select_text_field`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Optional
+
+from niels_gpt.data.hub import iter_rows, open_dataset
+from niels_gpt.data.text_fields import pretrain_samples
+from niels_gpt.data.types import PretrainSample
+
+DATASET_ID = "HuggingFaceFW/fineweb-edu"
+SOURCE = "fineweb_edu"
+META_FIELDS = ("id", "url", "dump")  # enough to find a document again on the hub
+
+
+def iter_fineweb_edu(
+    *,
+    name: str = "CC-MAIN-2024-10",
+    split: str = "train",
+    streaming: bool = True,
+    shuffle: bool = True,
+    shuffle_buffer_size: int = 10_000,
+    seed: int = 42,
+    take: Optional[int] = None,
+    dataset_id: str = DATASET_ID,
+    revision: Optional[str] = None,
+    data_files: Optional[dict[str, str]] = None,
+    provenance: Optional[dict] = None,
+) -> Iterator[PretrainSample]:
+    """PretrainSample(text, source="fineweb_edu", meta={index, id, url, dump}) in stream order.
+
+    `data_files={split: glob}` reads local parquet files in the hub schema instead of the hub;
+    `provenance` (a dict) is filled with what was read, revision included, once the data is opened.
+    """
+    ds = open_dataset(
+        dataset_id, name, split=split, streaming=streaming, revision=revision,
+        data_files=data_files, provenance=provenance,
+    )
+    if provenance is not None:
+        provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
+    rows = iter_rows(
+        ds, dataset_id=dataset_id, config=name, take=take, shuffle=shuffle,
+        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance,
+    )
+    yield from pretrain_samples(rows, source=SOURCE, meta_fields=META_FIELDS)

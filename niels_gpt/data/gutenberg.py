@@ -1,0 +1,48 @@
+"""Project Gutenberg books as pretrain text, streamed (seed 004).
+
+Default `nikolina-p/gutenberg_clean_en_splits` (English, cleaned); `manu/project_gutenberg` works
+too (pass `dataset_id=` and its split, e.g. "en"). Same path as fineweb-edu: `hub.open_dataset`,
+buffer shuffle, `take`, `select_text_field`. One sample per row (a book or a part of one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Optional
+
+from niels_gpt.data.hub import iter_rows, open_dataset
+from niels_gpt.data.text_fields import pretrain_samples
+from niels_gpt.data.types import PretrainSample
+
+DATASET_ID = "nikolina-p/gutenberg_clean_en_splits"
+FALLBACK_DATASET_ID = "manu/project_gutenberg"  # raw, all languages; its splits are language codes
+SOURCE = "gutenberg"
+META_FIELDS = ("id", "title", "book_id")
+
+
+def iter_gutenberg(
+    *,
+    dataset_id: str = DATASET_ID,
+    split: str = "train",
+    streaming: bool = True,
+    shuffle: bool = True,
+    shuffle_buffer_size: int = 10_000,
+    seed: int = 42,
+    take: Optional[int] = None,
+    config: Optional[str] = None,
+    revision: Optional[str] = None,
+    data_files: Optional[dict[str, str]] = None,
+    provenance: Optional[dict] = None,
+) -> Iterator[PretrainSample]:
+    """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order."""
+    ds = open_dataset(
+        dataset_id, config, split=split, streaming=streaming, revision=revision,
+        data_files=data_files, provenance=provenance,
+    )
+    if provenance is not None:
+        provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
+    rows = iter_rows(
+        ds, dataset_id=dataset_id, config=config, take=take, shuffle=shuffle,
+        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance,
+    )
+    yield from pretrain_samples(rows, source=SOURCE, meta_fields=META_FIELDS)

@@ -1,0 +1,218 @@
+"""Config-driven access to every source: what the cache writers, the tokenizer job and the Snakefile call.
+
+`cfg` is the validated dict of `niels_gpt.config.prepare_config` (keys in config_schema.yaml
+`sources.*`). Demo routing lives here and only here: with `cfg["demo"]`, hub sources read
+`sources.<name>.demo_data_files` through the same `hub.open_dataset` path, and roam reads `demo_root`.
+
+- `pretrain_input(cfg, source)`: a `PretrainInput`; fineweb_edu / gutenberg are one seeded,
+  buffer-shuffled "stream" (the writer assigns val by its seeded rule); wikitext (one sample per
+  article) and roam (one per file) are "presplit". Iterables are lazy and re-iterable.
+- `tokenizer_texts(cfg, source)`: the train side of a pretrain source, lazily, in a fixed order.
+- `sft_input(cfg, source)`: (ChatSample iterator, provenance); every meta has "group", the split
+  key (message_tree_id for oasst1, the row / example index for dolly15k and primer).
+- `source_input_files(cfg, source)`: local files a source reads (glob only: Snakefile parse time).
+
+Provenance dicts are JSON-able and filled while the iterables are consumed (the hub revision is
+only known once the dataset is opened): read them after iterating.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
+SFT_SOURCES = ("dolly15k", "oasst1", "primer")
+HUB_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "dolly15k", "oasst1")
+FILE_SOURCES = ("roam", "primer", "primer_text")  # primer_text: the byte-stream file of the primer
+
+
+@dataclass
+class PretrainInput:
+    kind: Literal["stream", "presplit"]
+    stream: Iterable | None  # Iterable[PretrainSample]
+    train: Iterable | None
+    val: Iterable | None
+    provenance: dict
+
+
+class _Lazy:
+    """An iterable that calls `make()` afresh for every iteration (nothing is read until then)."""
+
+    def __init__(self, make: Callable[[], Iterator]):
+        self._make = make
+
+    def __iter__(self) -> Iterator:
+        return iter(self._make())
+
+
+def _check(source: str, allowed: tuple[str, ...], what: str) -> None:
+    if source not in allowed:
+        raise ValueError(f"unknown {what}source {source!r}; expected one of {', '.join(allowed)}")
+
+
+def _hub_kwargs(cfg: dict, source: str) -> dict:
+    """dataset_id / revision / data_files of a hub source, demo routing applied."""
+    s = cfg["sources"][source]
+    if cfg["demo"]:
+        return {"dataset_id": s["dataset_id"], "revision": None, "data_files": dict(s["demo_data_files"])}
+    return {"dataset_id": s["dataset_id"], "revision": s["revision"], "data_files": None}
+
+
+def roam_root(cfg: dict) -> str:
+    s = cfg["sources"]["roam"]
+    return s["demo_root"] if cfg["demo"] else s["root"]
+
+
+def _stream(cfg: dict, source: str, prov: dict) -> Iterator:
+    s = cfg["sources"][source]
+    common = dict(
+        split=s["split"], streaming=True, shuffle=s["shuffle_buffer"] > 0,
+        shuffle_buffer_size=max(s["shuffle_buffer"], 1), seed=cfg["seed"], provenance=prov,
+        **_hub_kwargs(cfg, source),
+    )
+    if source == "fineweb_edu":
+        from niels_gpt.data.fineweb_edu import iter_fineweb_edu
+
+        return iter_fineweb_edu(name=s["config"], **common)
+    from niels_gpt.data.gutenberg import iter_gutenberg
+
+    return iter_gutenberg(config=s["config"], **common)
+
+
+def _wikitext_articles(cfg: dict, split_key: str, prov: dict) -> Iterator:
+    from niels_gpt.data.wikitext import iter_wikitext_articles
+
+    s = cfg["sources"]["wikitext"]
+    return iter_wikitext_articles(config=s["config"], split=s[split_key], provenance=prov, **_hub_kwargs(cfg, "wikitext"))
+
+
+def _roam_split(cfg: dict) -> tuple[list[str], list[str]]:
+    from niels_gpt.data.roam import list_roam_paths, split_roam_paths
+
+    return split_roam_paths(list_roam_paths(roam_root(cfg)), cfg["sources"]["roam"]["val_frac"], cfg["seed"])
+
+
+def _static_provenance(cfg: dict, source: str) -> dict:
+    """What is known before reading: the dataset asked for (the resolved revision comes later)."""
+    s = cfg["sources"][source]
+    prov = {"source": source, "demo": bool(cfg["demo"]), "dataset_id": s["dataset_id"], "config": s.get("config")}
+    hub = _hub_kwargs(cfg, source)
+    prov["revision_requested"] = hub["revision"]
+    if hub["data_files"] is not None:
+        prov["data_files_globs"] = hub["data_files"]
+    return prov
+
+
+def pretrain_input(cfg: dict, source: str) -> PretrainInput:
+    """The lazy input of a pretrain source. Resolved details (revision actually read, local files and
+    their sha256) land in provenance["stream"] or provenance["train"] / ["val"] while iterating."""
+    _check(source, PRETRAIN_SOURCES, "pretrain ")
+    if source in ("fineweb_edu", "gutenberg"):
+        s = cfg["sources"][source]
+        prov = _static_provenance(cfg, source)
+        prov.update({"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]})
+        prov["stream"] = {}
+        return PretrainInput("stream", _Lazy(lambda: _stream(cfg, source, prov["stream"])), None, None, prov)
+    if source == "wikitext":
+        s = cfg["sources"]["wikitext"]
+        prov = _static_provenance(cfg, source)
+        prov.update({"splits": {"train": s["train_split"], "val": s["val_split"]}, "streaming": False})
+        prov["train"], prov["val"] = {}, {}
+        train = _Lazy(lambda: _wikitext_articles(cfg, "train_split", prov["train"]))
+        val = _Lazy(lambda: _wikitext_articles(cfg, "val_split", prov["val"]))
+        prov["document"] = "article: lines from a ' = Title = ' heading to the next, joined with '\\n'"
+        return PretrainInput("presplit", None, train, val, prov)
+    from niels_gpt.data.roam import iter_roam
+    from niels_gpt.splits import SPLIT_RULE
+
+    root = roam_root(cfg)
+    train_paths, val_paths = _roam_split(cfg)
+    prov = {
+        "source": source, "demo": bool(cfg["demo"]), "dataset_id": "roam",
+        "root": root, "val_frac": cfg["sources"]["roam"]["val_frac"], "seed": cfg["seed"], "split_rule": SPLIT_RULE,
+        "files": {"train": [_rel(p, root) for p in train_paths], "val": [_rel(p, root) for p in val_paths]},
+    }
+    train = _Lazy(lambda: iter_roam(train_paths, root=root))
+    val = _Lazy(lambda: iter_roam(val_paths, root=root))
+    return PretrainInput("presplit", None, train, val, prov)
+
+
+def _rel(path: str, root: str) -> str:
+    return Path(path).relative_to(root).as_posix()
+
+
+def tokenizer_texts(cfg: dict, source: str) -> Iterator[str]:
+    """Train-side texts of a pretrain source, lazily, deterministic for a config (the caller caps them)."""
+    inp = pretrain_input(cfg, source)
+    for sample in inp.stream if inp.kind == "stream" else inp.train:
+        yield sample.text
+
+
+def sft_input(cfg: dict, source: str) -> tuple[Iterator, dict]:
+    """(ChatSample iterator, provenance); each sample's meta["group"] is its split group key."""
+    _check(source, SFT_SOURCES, "SFT ")
+    s = cfg["sources"][source]
+    prov: dict = {"source": source, "demo": bool(cfg["demo"])}
+    if source == "dolly15k":
+        from niels_gpt.data.dolly import iter_dolly_sft
+
+        samples = iter_dolly_sft(
+            split=s["split"], seed=cfg["seed"], shuffle=False, include_system=s["include_system"],
+            provenance=prov, **_hub_kwargs(cfg, source),
+        )
+        return _grouped(samples, "index"), prov
+    if source == "oasst1":
+        from niels_gpt.data.oasst1 import iter_oasst1_sft
+
+        samples = iter_oasst1_sft(
+            split=s["split"], seed=cfg["seed"], shuffle_trees=False, english_only=s["english_only"],
+            max_messages=s["max_messages"], provenance=prov, **_hub_kwargs(cfg, source),
+        )
+        return _grouped(samples, "message_tree_id"), prov
+    return _primer_samples(s["jsonl"], prov), prov
+
+
+def _grouped(samples: Iterable, key: str) -> Iterator:
+    from dataclasses import replace
+
+    for sample in samples:
+        yield replace(sample, meta={**sample.meta, "group": sample.meta[key]})
+
+
+def _primer_samples(path: str, prov: dict) -> Iterator:
+    from niels_gpt.data.hub import sha256_path
+    from niels_gpt.data.primer import load_primer_jsonl
+
+    samples = load_primer_jsonl(path)
+    prov.update({"path": str(path), "sha256": sha256_path(path), "num_examples": len(samples)})
+    yield from _grouped(samples, "index")
+
+
+def wikitext_lines(cfg: dict) -> dict[str, list[str]]:
+    """seed 002's load_wikitext ({"train", "val", "test"} -> non-empty lines), routed through cfg."""
+    from niels_gpt.data.wikitext import load_wikitext
+
+    s = cfg["sources"]["wikitext"]
+    splits = {"train": s["train_split"], "val": s["val_split"], "test": "test"}
+    return load_wikitext(config=s["config"], splits=splits, **_hub_kwargs(cfg, "wikitext"))
+
+
+def source_input_files(cfg: dict, source: str) -> list[str]:
+    """Local files `source` reads, sorted ([] for a hub source outside demo). Cheap: glob only."""
+    _check(source, HUB_SOURCES + FILE_SOURCES, "")
+    if source in HUB_SOURCES:
+        if not cfg["demo"]:
+            return []
+        patterns = cfg["sources"][source]["demo_data_files"].values()
+        return sorted({f for p in patterns for f in glob.glob(p, recursive=True)})
+    if source == "roam":
+        from niels_gpt.data.roam import find_notes
+
+        root = Path(roam_root(cfg))
+        return sorted(find_notes(root)) if root.is_dir() else []
+    key = "jsonl" if source == "primer" else "text"
+    return [cfg["sources"]["primer"][key]]

@@ -1,0 +1,38 @@
+"""Rows of a text dataset -> PretrainSample: which field holds the text, and what goes in meta.
+
+Field rule (seed 004): `text` if it is a string, else the first string-valued field in the row's
+order, else a ValueError listing the keys (a dataset with an unexpected schema fails on its first
+row, never silently). Every text passes through `normalize_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.types import PretrainSample
+
+PREFERRED_FIELD = "text"  # the column name in fineweb-edu, wikitext and both gutenberg datasets
+
+
+def select_text_field(sample: Mapping) -> str:
+    """The text of a row: sample["text"], else the first string field; ValueError if none."""
+    value = sample.get(PREFERRED_FIELD)
+    if isinstance(value, str):
+        return value
+    for value in sample.values():
+        if isinstance(value, str):
+            return value
+    raise ValueError(f"row has no string field to read text from; keys: {list(sample)}")
+
+
+def pretrain_samples(
+    rows: Iterable[tuple[int, Mapping]], *, source: str, meta_fields: tuple[str, ...] = ()
+) -> Iterator[PretrainSample]:
+    """One PretrainSample per (index, row); meta has `index` and those of `meta_fields` the row has."""
+    for index, row in rows:
+        meta = {"index": index}
+        for key in meta_fields:
+            if key in row and isinstance(row[key], (str, int, float, bool)):
+                meta[key] = row[key]
+        yield PretrainSample(text=normalize_text(select_text_field(row)), source=source, meta=meta)

@@ -1,0 +1,115 @@
+"""Tiny local files in each hub dataset's own schema, for the loader and registry tests (no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+WIKI_TRAIN = [
+    "", " = Alpha River = \n", "", " The Alpha River runs north . \n", " = = Course = = \n",
+    " It passes a stone bridge . \n", "", " = Beta Stone = \n", "", " Beta is a stone . \n",
+]
+WIKI_VAL = ["", " = Gamma Light = \n", " Gamma shines . \n", "   \n"]
+WIKI_TEST = [" = Delta = \n", " Delta waits . \n"]
+
+DOLLY_ROWS = [
+    {"instruction": "Name a river.", "context": "", "response": "The Nile.", "category": "open_qa"},
+    {"instruction": "Summarize.", "context": "A long text.", "response": "Short.", "category": "summarization"},
+    {"instruction": "Say hi.", "context": "   ", "response": "Hi!", "category": "brainstorming"},
+    {"instruction": "Add.", "context": "2 and 2", "response": "4", "category": "closed_qa"},
+]
+
+
+def write_parquet(path: Path, columns: dict) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def oasst_rows(n_trees: int = 3, prefix: str = "t") -> list[dict]:
+    """Small trees: root prompter -> 2 assistants -> a prompter -> an assistant under the first one."""
+    rows = []
+    for t in range(n_trees):
+        tree = f"{prefix}{t}"
+        spec = [  # (id, parent, role)
+            (f"{tree}", None, "prompter"),
+            (f"{tree}-a1", f"{tree}", "assistant"),
+            (f"{tree}-a2", f"{tree}", "assistant"),
+            (f"{tree}-p2", f"{tree}-a1", "prompter"),
+            (f"{tree}-a3", f"{tree}-p2", "assistant"),
+        ]
+        for mid, parent, role in spec:
+            rows.append({
+                "message_id": mid, "parent_id": parent, "message_tree_id": tree, "role": role,
+                "text": f"{role} says {mid}", "lang": "en", "deleted": False,
+            })
+    return rows
+
+
+def rows_to_columns(rows: list[dict]) -> dict:
+    return {k: [r[k] for r in rows] for k in rows[0]}
+
+
+def write_demo_tree(root: Path) -> dict:
+    """Every source's sample files under `root`; returns the config overrides that point at them."""
+    fw = write_parquet(root / "fineweb_edu" / "part-0.parquet", {
+        "text": [f"Fineweb document {i}.\nIt has two lines." for i in range(30)],
+        "id": [f"<urn:{i}>" for i in range(30)], "url": [f"http://x/{i}" for i in range(30)],
+        "dump": ["CC-MAIN-2024-10"] * 30,
+    })
+    write_parquet(root / "fineweb_edu" / "part-1.parquet", {
+        "text": [f"Second file doc {i}." for i in range(10)], "id": [f"<urn:b{i}>" for i in range(10)],
+        "url": ["http://y"] * 10, "dump": ["CC-MAIN-2024-10"] * 10,
+    })
+    write_parquet(root / "gutenberg" / "books.parquet", {"text": [f"Book {i} text." for i in range(8)], "id": [str(i) for i in range(8)]})
+    for split, rows in (("train", WIKI_TRAIN), ("validation", WIKI_VAL), ("test", WIKI_TEST)):
+        write_parquet(root / "wikitext" / f"{split}.parquet", {"text": rows})
+    write_jsonl(root / "dolly15k" / "databricks-dolly-15k.jsonl", DOLLY_ROWS)
+    write_parquet(root / "oasst1" / "train.parquet", rows_to_columns(oasst_rows(4)))
+    write_parquet(root / "oasst1" / "validation.parquet", rows_to_columns(oasst_rows(1, prefix="v")))
+    notes = root / "roam"
+    for i in range(12):
+        sub = notes / ("daily" if i % 2 else "") / f"note{i:02d}.md"
+        sub.parent.mkdir(parents=True, exist_ok=True)
+        sub.write_text(f"# Note {i}\n\n- item\n  - nested\t{i}\n", encoding="utf-8")
+    (notes / ".obsidian").mkdir(exist_ok=True)
+    (notes / ".obsidian" / "hidden.md").write_text("hidden", encoding="utf-8")
+    primer = write_jsonl(root / "primer.jsonl", [
+        {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(10)
+    ])
+    primer_txt = root / "primer.txt"
+    primer_txt.write_text("\n\n<dialogue>\n\n".join(f"user: hi {i}\nassistant: hello {i}" for i in range(10)), encoding="utf-8")
+    return {
+        "demo": True,
+        "sources": {
+            "fineweb_edu": {"demo_data_files": {"train": str(fw.parent / "*.parquet")}, "shuffle_buffer": 5},
+            "gutenberg": {"demo_data_files": {"train": str(root / "gutenberg" / "*.parquet")}},
+            "wikitext": {"demo_data_files": {s: str(root / "wikitext" / f"{s}.parquet") for s in ("train", "validation", "test")}},
+            "dolly15k": {"demo_data_files": {"train": str(root / "dolly15k" / "databricks-dolly-15k.jsonl")}},
+            "oasst1": {"demo_data_files": {s: str(root / "oasst1" / f"{s}.parquet") for s in ("train", "validation")}},
+            "roam": {"demo_root": str(notes)},
+            "primer": {"jsonl": str(primer), "text": str(primer_txt)},
+        },
+    }
+
+
+@pytest.fixture(scope="session", autouse=False)
+def isolated_hf_cache(tmp_path_factory):
+    """Prepared (non-streaming) datasets write Arrow caches: keep them out of ~/.cache."""
+    import datasets
+
+    old = datasets.config.HF_DATASETS_CACHE
+    datasets.config.HF_DATASETS_CACHE = tmp_path_factory.mktemp("hf_datasets_cache")
+    yield datasets.config.HF_DATASETS_CACHE
+    datasets.config.HF_DATASETS_CACHE = old
