@@ -29,7 +29,7 @@ from niels_gpt.special_tokens import ROLE_TO_SPECIAL
 
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 ROLE_NAMES = tuple(ROLE_TO_SPECIAL.values())  # ("sys", "usr", "asst"): the role tokens
-_MASK_CHUNK = 1 << 24  # tokens per chunk in loss_mask_from_tokens: bounds temporaries to ~100 MB
+_MASK_CHUNK = 1 << 22  # tokens per chunk in loss_mask_from_tokens: bounds temporaries to ~100 MB
 
 
 def normalize_messages(messages: Any, *, where: str = "example") -> list[tuple[str, str]]:
@@ -125,17 +125,15 @@ def loss_mask_from_tokens(tokens, special_ids: Mapping[str, int], *, example_sta
     n = tokens.shape[0]
     role_ids = np.array([special_ids[name] for name in ROLE_NAMES], dtype=np.int64)
     asst = special_ids["asst"]
-    starts = np.zeros(n, dtype=bool)
-    if example_starts is not None:
-        s = np.asarray(example_starts, dtype=np.int64)
-        starts[s[s < n]] = True
+    starts = np.sort(np.asarray([] if example_starts is None else example_starts, dtype=np.int64))
     mask = np.zeros(n, dtype=bool)
     carry_asst = False  # was the last role token before this chunk asst (and no reset since)?
     for lo in range(0, n, _MASK_CHUNK):
         hi = min(lo + _MASK_CHUNK, n)
         chunk = tokens[lo:hi]
         is_role = np.isin(chunk, role_ids)
-        marker = is_role | starts[lo:hi]
+        marker = is_role.copy()
+        marker[starts[np.searchsorted(starts, lo) : np.searchsorted(starts, hi)] - lo] = True
         pos = np.where(marker, np.arange(hi - lo, dtype=np.int64), -1)
         last = np.maximum.accumulate(pos)
         seen = last >= 0

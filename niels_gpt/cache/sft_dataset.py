@@ -28,7 +28,7 @@ from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
 
 TRUNCATIONS = ("head", "tail")
-_CSUM_CHUNK = 1 << 24  # tokens per prefix-sum chunk at init: bounds the int64 temporary to 128 MB
+_CSUM_CHUNK = 1 << 22  # tokens per prefix-sum chunk at init: bounds the int64 temporary to 32 MB
 
 
 def _count_before(mask, positions):
