@@ -1,0 +1,94 @@
+"""`build-pretrain`: one source's pretrain token cache, every constant a flag bound to config.yaml.
+
+    python -m niels_gpt.cache.cli build-pretrain --source fineweb_edu \
+        --tokenizer cache/tokenizer/spm.model --out-dir cache/pretrain/fineweb_edu [--demo] [--max-train-tokens N]
+
+Unset flags fall back to --config-file / config.yaml / the schema defaults. Per-source flags exist only
+for the sources whose config has that key (e.g. --train-split is wikitext's, --root is roam's); giving
+one to another source is an error, never a silently ignored value. Budgets take an int (1_000_000 works) or `null` (all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from niels_gpt.cache.cli_common import _split_glob, add_config_file_flag, add_config_flag, resolve_config
+from niels_gpt.cache.pretrain_job import PRETRAIN_SOURCES, build_pretrain_source
+from niels_gpt.config import schema_defaults
+
+# flag -> (field under sources.<source>, help, argparse kwargs); applies to sources whose config has the field
+SOURCE_FLAGS = {
+    "--enabled": ("enabled", "Build this source (--no-enabled writes a 'not built' meta.json).",
+                  {"action": argparse.BooleanOptionalAction}),
+    "--dataset-id": ("dataset_id", "Hub dataset id.", {}),
+    "--dataset-config": ("config", "Hub dataset config name.", {}),
+    "--split": ("split", "Hub split to stream.", {}),
+    "--train-split": ("train_split", "Split read as train.", {}),
+    "--val-split": ("val_split", "Split read as val.", {}),
+    "--revision": ("revision", "Hub revision (branch, tag or commit).", {}),
+    "--shuffle-buffer": ("shuffle_buffer", "datasets shuffle buffer (0 = no shuffle).", {"type": int}),
+    "--max-train-tokens": ("max_train_tokens", "Exact train token budget (int or null).", {"type": int}),
+    "--max-val-tokens": ("max_val_tokens", "Exact val token budget (int or null).", {"type": int}),
+    "--val-doc-prob": ("val_doc_prob", "Probability a streamed document goes to val.", {"type": float}),
+    "--root": ("root", "Folder of markdown notes.", {}),
+    "--demo-root": ("demo_root", "Notes folder used with --demo.", {}),
+    "--val-frac": ("val_frac", "Share of note files held out for val.", {"type": float}),
+    "--data-files": ("demo_data_files", "Local data files used with --demo (repeatable).",
+                     {"action": "append", "type": _split_glob, "metavar": "SPLIT=GLOB"}),
+}
+
+
+def _sources_with(field: str) -> list[str]:
+    defaults = schema_defaults()["sources"]
+    return [s for s in PRETRAIN_SOURCES if field in defaults[s]]
+
+
+def _per_source_help(field: str, text: str) -> str:
+    defaults = schema_defaults()["sources"]
+    shown = []
+    for s in _sources_with(field):
+        d = defaults[s][field]
+        shown.append(f"{s}={d:,}" if isinstance(d, int) and not isinstance(d, bool) else f"{s}={d}")
+    return f"{text} [config: sources.<source>.{field}; defaults: {'; '.join(shown)}]"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "build-pretrain",
+        help="tokenize one pretrain source into uint16 shards + meta.json",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--source", required=True, choices=PRETRAIN_SOURCES, help="Pretrain source to build.")
+    p.add_argument("--tokenizer", default=None, help="SentencePiece model [default: {cache_dir}/tokenizer/spm.model]")
+    p.add_argument("--out-dir", default=None, help="Cache folder [default: {cache_dir}/pretrain/{source}]")
+    p.add_argument("--num-threads", type=int, default=-1,
+                   help="sentencepiece encoding threads (-1 = every core) [default: -1]")
+    add_config_file_flag(p)
+    add_config_flag(p, "--cache-dir", "cache_dir", "Root of generated artifacts.")
+    add_config_flag(p, "--demo", "demo", "Read the bundled offline sample data.")
+    add_config_flag(p, "--seed", "seed", "Seed of the split rule (and the loader's shuffle).", type=int)
+    add_config_flag(p, "--shard-bytes", "pretrain.shard_bytes", "Bytes per shard before rotating.", type=int)
+    for flag, (field, text, kwargs) in SOURCE_FLAGS.items():
+        add_config_flag(p, flag, f"sources.{{source}}.{field}", text, **kwargs)
+        p._actions[-1].help = _per_source_help(field, text)  # add_config_flag can only show one source's default
+    p.set_defaults(func=run_build_pretrain, _parser=p)
+
+
+def _check_flags_apply(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    for flag, (field, _, _) in SOURCE_FLAGS.items():
+        if getattr(args, flag.lstrip("-").replace("-", "_")) is not None and args.source not in _sources_with(field):
+            parser.error(
+                f"{flag} does not apply to --source {args.source} (sources.{args.source} has no {field!r}; "
+                f"it is a flag of {', '.join(_sources_with(field))})"
+            )
+
+
+def run_build_pretrain(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    _check_flags_apply(args, parser)
+    cfg = resolve_config(args, parser)
+    tokenizer = args.tokenizer or os.path.join(cfg["cache_dir"], "tokenizer", "spm.model")
+    out_dir = args.out_dir or os.path.join(cfg["cache_dir"], "pretrain", args.source)
+    build_pretrain_source(cfg, args.source, tokenizer_path=tokenizer, out_dir=out_dir, num_threads=args.num_threads)
+    return 0

@@ -1,0 +1,170 @@
+"""Random (B, T) windows from a pretrain split's uint16 shards, memory-mapped (seed 000, SPEC section 6).
+
+`PretrainTokenStreamDataset("cache/pretrain/fineweb_edu/train", T=1024, device="cpu")` maps every
+`shard_*.bin` once (read-only np.memmap: a batch reads only the pages its windows touch, never a whole
+shard). A window is T+1 consecutive tokens (x = first T, y = last T, so `y[:, :-1] == x[:, 1:]`);
+it may span document boundaries (eot ids) but never shards.
+
+Sampling, so that every window start in the split is equally likely: a shard with n tokens has
+n - T valid starts (shards with fewer than T+1 tokens are skipped). Draws, in this order, all from
+the caller's torch.Generator:
+  1. torch.multinomial(valid_starts per shard, B, replacement=True)  -> the shard of each row
+  2. torch.randint(0, 2**62, (B,)) % valid_starts[shard of the row]    -> the start of each row
+     (modulo bias < n / 2**62, i.e. below 2**-32 for any shard under 2**30 tokens)
+Rows are gathered with vectorized numpy indexing of a sliding-window view of each map into a
+preallocated (2, B, T) uint16 buffer, then converted with one `torch.from_numpy(buf).to(device, int64)`.
+Not thread-safe (the buffer is reused): give each worker its own dataset.
+
+Guards: the parent directory's meta.json (when present) must say `built: true` and list exactly the
+shards on disk; given a tokenizer, the cache's `tokenizer_sha256` must equal the tokenizer's.
+`MixedPretrainBatches` mixes several sources with `niels_gpt.sampling`'s contract.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from niels_gpt.cache.meta import read_meta
+from niels_gpt.cache.mmap import list_shards, open_tokens
+from niels_gpt.sampling import check_mixture, draw_sources
+
+START_DRAW_HIGH = 2**62  # randint range reduced modulo each shard's number of valid starts
+
+
+def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | None:
+    meta_path = shards_dir.parent / "meta.json"
+    if not meta_path.exists():
+        if tokenizer is not None:
+            raise ValueError(
+                f"{shards_dir}: no {meta_path.name} in {shards_dir.parent}, so the tokenizer sha256 cannot be "
+                "checked; rebuild the cache (its meta.json is written last)"
+            )
+        return None
+    meta = read_meta(str(meta_path))
+    if meta.get("built") is False:
+        raise ValueError(
+            f"{shards_dir.parent}: this pretrain cache was not built ({meta.get('reason', 'no reason given')}); "
+            "enable the source and rebuild it"
+        )
+    if tokenizer is not None and meta.get("tokenizer_sha256") != tokenizer.sha256:
+        raise ValueError(
+            f"{shards_dir.parent}: cache built with tokenizer sha256 {meta.get('tokenizer_sha256')}, but the "
+            f"tokenizer in use ({getattr(tokenizer, 'model_path', 'tokenizer')}) has sha256 {tokenizer.sha256}; "
+            "rebuild the cache with this tokenizer"
+        )
+    listed = (meta.get("shards") or {}).get(shards_dir.name)
+    if listed is not None:
+        want = [(s["file"], s["tokens"]) for s in listed]
+        have = [(p.name, p.stat().st_size // 2) for p in shard_paths]
+        if want != have:
+            raise ValueError(
+                f"{shards_dir}: shards on disk {have} do not match {meta_path} {want}; "
+                "the cache is stale or damaged - rebuild it"
+            )
+    return meta
+
+
+class PretrainTokenStreamDataset:
+    """Uniformly random T-token windows (x, y) over every shard of one split."""
+
+    def __init__(self, shards_dir: str | os.PathLike, *, T: int, device: str | torch.device = "cpu", tokenizer=None):
+        if not isinstance(T, int) or T < 1:
+            raise ValueError(f"T must be a positive int, got {T!r}")
+        self.shards_dir = Path(shards_dir)
+        self.T = T
+        self.device = torch.device(device)
+        self.shard_paths = list_shards(self.shards_dir)
+        if not self.shard_paths:
+            raise FileNotFoundError(
+                f"{self.shards_dir}: no shard_*.bin files; build the cache first "
+                "(`python -m niels_gpt.cache.cli build-pretrain --source ...` or `snakemake -j4 cache/all`)"
+            )
+        self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
+        self.maps = [open_tokens(p) for p in self.shard_paths]  # persistent read-only memmaps
+        self.shard_tokens = [len(m) for m in self.maps]
+        self.n_tokens = sum(self.shard_tokens)
+        usable = [i for i, n in enumerate(self.shard_tokens) if n >= T + 1]
+        if not usable:
+            longest = max(range(len(self.maps)), key=lambda i: self.shard_tokens[i])
+            raise ValueError(
+                f"{self.shards_dir}: no shard holds T+1 = {T + 1:,} tokens (the longest, "
+                f"{self.shard_paths[longest].name}, has {self.shard_tokens[longest]:,}); lower T or build more tokens"
+            )
+        self.usable_shards = usable
+        starts = [self.shard_tokens[i] - T for i in usable]
+        self.num_windows = sum(starts)
+        self._weights = torch.tensor(starts, dtype=torch.float64)
+        self._n_starts = torch.tensor(starts, dtype=torch.int64)
+        # (n - T, T + 1) views: row s is tokens[s : s + T + 1]; indexing reads only the rows asked for
+        self._windows = [np.lib.stride_tricks.sliding_window_view(self.maps[i], T + 1) for i in usable]
+        self._buf = np.empty((2, 0, T), dtype=self.maps[0].dtype)
+
+    def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
+        shard = torch.multinomial(self._weights, B, replacement=True, generator=generator)
+        raw = torch.randint(0, START_DRAW_HIGH, (B,), generator=generator)
+        return shard.numpy(), (raw % self._n_starts[shard]).numpy()
+
+    def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """x, y: int64 (B, T) on the dataset's device, y[:, :-1] == x[:, 1:]."""
+        if B < 1:
+            raise ValueError(f"B must be >= 1, got {B}")
+        shard, start = self.draw_windows(B, generator)
+        if self._buf.shape[1] != B:
+            self._buf = np.empty((2, B, self.T), dtype=self._buf.dtype)
+        buf = self._buf
+        groups = np.unique(shard)
+        for k in groups:
+            if len(groups) == 1:
+                rows = slice(None)
+                win = self._windows[k][start]
+            else:
+                rows = np.flatnonzero(shard == k)
+                win = self._windows[k][start[rows]]
+            buf[0, rows] = win[:, :-1]
+            buf[1, rows] = win[:, 1:]
+        xy = torch.from_numpy(buf).to(self.device, torch.int64)
+        return xy[0], xy[1]
+
+    def __repr__(self) -> str:
+        return (
+            f"PretrainTokenStreamDataset({str(self.shards_dir)!r}, T={self.T}, {self.n_tokens:,} tokens in "
+            f"{len(self.maps)} shard(s), {self.num_windows:,} windows)"
+        )
+
+
+class MixedPretrainBatches:
+    """One (B, T) batch across several pretrain datasets with mixture `p` (niels_gpt.sampling contract).
+
+    Draws: `draw_sources(p, B, g)` picks every row's source; then each source with rows, in sorted name
+    order, draws its windows from the same generator (`PretrainTokenStreamDataset.get_batch`).
+    """
+
+    def __init__(self, datasets: Mapping[str, PretrainTokenStreamDataset], p: Mapping[str, float]):
+        check_mixture(p, datasets, what="pretrain mixture p")
+        Ts = {name: ds.T for name, ds in datasets.items()}
+        devices = {str(ds.device) for ds in datasets.values()}
+        if len(set(Ts.values())) != 1 or len(devices) != 1:
+            raise ValueError(f"every dataset of a mixture needs the same T and device, got T {Ts} and devices {devices}")
+        self.datasets = dict(datasets)
+        self.p = dict(p)
+        self.T = next(iter(Ts.values()))
+        self.device = next(iter(datasets.values())).device
+
+    def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        names, idx = draw_sources(self.p, B, generator)
+        x = torch.empty((B, self.T), dtype=torch.int64, device=self.device)
+        y = torch.empty_like(x)
+        for k, name in enumerate(names):
+            rows = torch.nonzero(idx == k).squeeze(1)
+            if len(rows) == 0:
+                continue
+            xs, ys = self.datasets[name].get_batch(B=len(rows), generator=generator)
+            rows = rows.to(self.device)
+            x[rows], y[rows] = xs, ys
+        return x, y

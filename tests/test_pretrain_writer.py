@@ -1,0 +1,200 @@
+"""Pretrain cache writer: round trip, exact budgets, rotation, split rule, atomicity, job and CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import tiny_corpus
+from niels_gpt.cache import batch_encode
+from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta, sha256_file
+from niels_gpt.cache.mmap import list_shards
+from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.cache.pretrain_writer import build_pretrain_cache, build_pretrain_cache_presplit
+from niels_gpt.data.types import PretrainSample
+
+
+def split_tokens(out: Path, split: str) -> np.ndarray:
+    paths = list_shards(out / split)
+    return np.concatenate([np.fromfile(p, dtype="<u2") for p in paths]) if paths else np.zeros(0, "<u2")
+
+
+def documents(tokens: np.ndarray, eot: int) -> list[list[int]]:
+    """eot-terminated documents (a trailing run without eot is a cut document)."""
+    docs, cur = [], []
+    for t in tokens.tolist():
+        if t == eot:
+            docs.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    return docs + ([cur] if cur else [])
+
+
+def build_stream(texts, out, tok, **kw):
+    args = dict(tokenizer=tok, max_train_tokens=None, max_val_tokens=None, shard_bytes=1 << 20, seed=7,
+                shuffle_buffer=None, val_doc_prob=0.3)
+    args.update(kw)
+    return build_pretrain_cache(texts, str(out), **args)
+
+
+def test_presplit_roundtrip_decodes_every_document(tmp_path, tiny_tokenizer):
+    train, val = tiny_corpus(40, seed=1), tiny_corpus(10, seed=2)
+    meta = build_pretrain_cache_presplit(
+        [PretrainSample(t, "x", {}) for t in train], val, str(tmp_path), tokenizer=tiny_tokenizer,
+        max_train_tokens=None, max_val_tokens=None, shard_bytes=1 << 20, seed=1,
+    )
+    for split, texts in (("train", train), ("val", val)):
+        tokens = split_tokens(tmp_path, split)
+        assert tokens[-1] == tiny_tokenizer.eot_id  # eot after every document, the last included
+        assert [tiny_tokenizer.decode(d) for d in documents(tokens, tiny_tokenizer.eot_id)] == texts
+        assert meta[f"{split}_tokens"] == len(tokens) == sum(len(tiny_tokenizer.encode(t)) + 1 for t in texts)
+        assert meta[f"{split}_documents"] == len(texts)
+    check_required(meta, REQUIRED_PRETRAIN)
+    assert meta["built"] is True and read_meta(str(tmp_path / "meta.json")) == meta
+
+
+def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer):
+    texts = tiny_corpus(80, seed=3) + [""]  # the empty document still draws, but writes nothing
+    meta = build_stream(texts, tmp_path, tiny_tokenizer, val_doc_prob=0.3, seed=11)
+    g = torch.Generator().manual_seed(11)
+    is_val = [torch.rand(1, generator=g).item() < 0.3 for _ in texts]
+    want = {"train": [t for t, v in zip(texts, is_val) if not v and t], "val": [t for t, v in zip(texts, is_val) if v and t]}
+    for split in ("train", "val"):
+        got = [tiny_tokenizer.decode(d) for d in documents(split_tokens(tmp_path, split), tiny_tokenizer.eot_id)]
+        assert got == want[split]
+    assert "val_doc_prob=0.3" in meta["split_rule"] and "torch.rand(1" in meta["split_rule"]
+    assert meta["val_doc_prob"] == 0.3 and meta["documents_seen"] == len(texts)
+
+
+def test_budgets_are_exact_and_the_crossing_document_is_cut(tmp_path, tiny_tokenizer):
+    texts = tiny_corpus(120, seed=4)
+    meta = build_stream(texts, tmp_path, tiny_tokenizer, max_train_tokens=1234, max_val_tokens=321, val_doc_prob=0.2)
+    train, val = split_tokens(tmp_path, "train"), split_tokens(tmp_path, "val")
+    assert (meta["train_tokens"], meta["val_tokens"]) == (len(train), len(val)) == (1234, 321)
+    # the train stream is a prefix of the uncut train stream of an unlimited build
+    full = build_stream(texts, tmp_path / "full", tiny_tokenizer, val_doc_prob=0.2)
+    assert full["train_tokens"] > 1234
+    assert np.array_equal(split_tokens(tmp_path / "full", "train")[:1234], train)
+    # budgets above what is available: everything, exactly
+    small = tiny_corpus(5, seed=5)
+    meta = build_stream(small, tmp_path / "small", tiny_tokenizer, max_train_tokens=10**9, max_val_tokens=10**9, val_doc_prob=0.0)
+    assert meta["train_tokens"] == sum(len(tiny_tokenizer.encode(t)) + 1 for t in small) and meta["val_tokens"] == 0
+
+
+def test_presplit_budgets_are_exact(tmp_path, tiny_tokenizer):
+    meta = build_pretrain_cache_presplit(
+        tiny_corpus(50, seed=6), tiny_corpus(50, seed=7), str(tmp_path), tokenizer=tiny_tokenizer,
+        max_train_tokens=777, max_val_tokens=0, shard_bytes=100, seed=1,
+    )
+    assert meta["train_tokens"] == len(split_tokens(tmp_path, "train")) == 777
+    assert meta["val_tokens"] == 0 and list_shards(tmp_path / "val") == []
+
+
+def test_reading_stops_once_both_budgets_are_full(tmp_path, tiny_tokenizer):
+    pulled = itertools.count()
+    corpus = tiny_corpus(50, seed=8)
+
+    def endless():
+        for i in itertools.count():
+            next(pulled)
+            yield corpus[i % len(corpus)]
+
+    meta = build_stream(endless(), tmp_path, tiny_tokenizer, max_train_tokens=2000, max_val_tokens=200, val_doc_prob=0.25)
+    assert (meta["train_tokens"], meta["val_tokens"]) == (2000, 200)
+    assert next(pulled) <= meta["documents_seen"] + 2 * batch_encode.BATCH_DOCS
+
+
+def test_shards_rotate_at_shard_bytes_and_meta_lists_them(tmp_path, tiny_tokenizer):
+    texts = tiny_corpus(30, seed=9)
+    meta = build_stream(texts, tmp_path, tiny_tokenizer, shard_bytes=64, val_doc_prob=0.2)
+    whole = build_stream(texts, tmp_path / "whole", tiny_tokenizer, shard_bytes=1 << 20, val_doc_prob=0.2)
+    for split in ("train", "val"):
+        listed = meta["shards"][split]
+        paths = list_shards(tmp_path / split)
+        assert [s["file"] for s in listed] == [p.name for p in paths] == [f"shard_{i:05d}.bin" for i in range(len(paths))]
+        assert all(s["tokens"] == 32 for s in listed[:-1]) and 0 < listed[-1]["tokens"] <= 32
+        for s, p in zip(listed, paths):
+            assert s["sha256"] == sha256_file(p) and s["tokens"] * 2 == p.stat().st_size
+        assert sum(s["tokens"] for s in listed) == meta[f"{split}_tokens"]
+        assert np.array_equal(split_tokens(tmp_path, split), split_tokens(tmp_path / "whole", split))
+    assert len(meta["shards"]["train"]) > 10 and len(whole["shards"]["train"]) == 1
+
+
+def test_rebuild_removes_stale_shards_and_temporaries(tmp_path, tiny_tokenizer):
+    texts = tiny_corpus(30, seed=10)
+    build_stream(texts, tmp_path, tiny_tokenizer, shard_bytes=64)
+    (tmp_path / "train" / "shard_00999.bin.tmp").write_bytes(b"\0\0")
+    (tmp_path / "meta.json.tmp").write_text("{}")
+    meta = build_stream(texts, tmp_path, tiny_tokenizer, shard_bytes=1 << 20)
+    assert sorted(p.name for p in (tmp_path / "train").iterdir()) == ["shard_00000.bin"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meta.json", "train", "val"]
+    assert len(meta["shards"]["train"]) == 1
+
+
+def test_interrupted_build_leaves_no_meta_and_no_final_shard(tmp_path, tiny_tokenizer, monkeypatch):
+    monkeypatch.setattr(batch_encode, "BATCH_DOCS", 16)  # several shards are written before the failure
+    texts = tiny_corpus(200, seed=12)
+    build_stream(texts, tmp_path, tiny_tokenizer, shard_bytes=512)  # a complete previous build
+
+    def breaks_midway():
+        yield from texts[:150]
+        raise RuntimeError("connection lost")
+
+    with pytest.raises(RuntimeError, match="connection lost"):
+        build_stream(breaks_midway(), tmp_path, tiny_tokenizer, shard_bytes=512)
+    assert not (tmp_path / "meta.json").exists()
+    left = [p.name for p in tmp_path.rglob("*") if p.is_file()]
+    assert left == [], f"an interrupted build left {left}"
+
+
+def test_shards_are_written_under_temporary_names_until_the_end(tmp_path, tiny_tokenizer, monkeypatch):
+    monkeypatch.setattr(batch_encode, "BATCH_DOCS", 16)  # small batches: shards exist while input is read
+    seen = []
+
+    def watching():
+        for i, text in enumerate(tiny_corpus(300, seed=13)):
+            if i % 50 == 49:
+                seen.append(sorted(p.name for p in (tmp_path / "train").iterdir()))
+            yield text
+
+    build_stream(watching(), tmp_path, tiny_tokenizer, shard_bytes=1024)
+    assert any(names for names in seen), "expected shards to exist mid-build"
+    assert all(name.endswith(".tmp") for names in seen for name in names)
+
+
+def test_dataset_reads_the_cache_through_memmaps_and_checks_the_tokenizer(tmp_path, tiny_tokenizer):
+    build_stream(tiny_corpus(60, seed=14), tmp_path, tiny_tokenizer, shard_bytes=512)
+    ds = PretrainTokenStreamDataset(tmp_path / "train", T=16, device="cpu", tokenizer=tiny_tokenizer)
+    assert ds.maps and all(isinstance(m, np.memmap) and m.mode == "r" for m in ds.maps)
+    assert all(np.shares_memory(w, ds.maps[i]) for w, i in zip(ds._windows, ds.usable_shards))  # views, no copies
+    x, y = ds.get_batch(B=4, generator=torch.Generator().manual_seed(0))
+    assert x.shape == (4, 16) and int(x.max()) < tiny_tokenizer.vocab_size
+
+    class OtherTokenizer:
+        sha256 = "0" * 64
+        model_path = "other/spm.model"
+
+    with pytest.raises(ValueError) as e:
+        PretrainTokenStreamDataset(tmp_path / "train", T=16, device="cpu", tokenizer=OtherTokenizer())
+    msg = str(e.value)
+    assert tiny_tokenizer.sha256 in msg and "0" * 64 in msg and str(tmp_path) in msg and "rebuild" in msg
+
+
+def test_dataset_refuses_shards_that_do_not_match_meta(tmp_path, tiny_tokenizer):
+    build_stream(tiny_corpus(60, seed=15), tmp_path, tiny_tokenizer, shard_bytes=512)
+    next(iter(list_shards(tmp_path / "train"))).unlink()
+    with pytest.raises(ValueError, match="do not match"):
+        PretrainTokenStreamDataset(tmp_path / "train", T=8)
+
+
+def test_meta_is_canonical_json(tmp_path, tiny_tokenizer):
+    meta = build_stream(tiny_corpus(10, seed=16), tmp_path, tiny_tokenizer, provenance={"note": "x"})
+    text = (tmp_path / "meta.json").read_text()
+    assert text == json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert meta["format_version"] >= 1 and meta["shard_bytes"] == 1 << 20 and meta["provenance"] == {"note": "x"}
