@@ -106,10 +106,15 @@ def write_demo_tree(root: Path) -> dict:
 
 @pytest.fixture(scope="session", autouse=False)
 def isolated_hf_cache(tmp_path_factory):
-    """Prepared (non-streaming) datasets write Arrow caches: keep them out of ~/.cache."""
+    """Prepared (non-streaming) datasets write Arrow caches: keep them out of ~/.cache.
+
+    Also drops datasets' 5 s sleep after every buffer-shuffled stream (a guard against an Arrow
+    crash at interpreter exit, apache/arrow#45214): it would make each shuffled test take 5 s.
+    """
     import datasets
 
-    old = datasets.config.HF_DATASETS_CACHE
+    old = datasets.config.HF_DATASETS_CACHE, datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN
     datasets.config.HF_DATASETS_CACHE = tmp_path_factory.mktemp("hf_datasets_cache")
+    datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = 0
     yield datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE = old
+    datasets.config.HF_DATASETS_CACHE, datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = old

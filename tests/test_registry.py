@@ -1,0 +1,142 @@
+"""registry: demo routing through the same loaders, provenance, group keys, input file lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from loader_fixtures import isolated_hf_cache, write_demo_tree  # noqa: F401
+
+from niels_gpt.config import deep_merge, prepare_config
+from niels_gpt.data import registry
+
+pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo")
+    return root, prepare_config(write_demo_tree(root))
+
+
+def test_source_name_lists():
+    assert registry.PRETRAIN_SOURCES == ("fineweb_edu", "wikitext", "gutenberg", "roam")
+    assert registry.SFT_SOURCES == ("dolly15k", "oasst1", "primer")
+    with pytest.raises(ValueError, match="unknown pretrain source 'wiki'"):
+        registry.pretrain_input(prepare_config({}), "wiki")
+
+
+def test_stream_sources_read_demo_files_and_record_them(demo):
+    root, cfg = demo
+    inp = registry.pretrain_input(cfg, "fineweb_edu")
+    assert inp.kind == "stream" and inp.train is None and inp.val is None
+    texts = [s.text for s in inp.stream]
+    assert len(texts) == 40 and texts == [s.text for s in inp.stream]  # re-iterable, same seeded order
+    read = inp.provenance["stream"]
+    assert read["local"] is True and [os.path.basename(f["path"]) for f in read["data_files"]] == ["part-0.parquet", "part-1.parquet"]
+    assert all(len(f["sha256"]) == 64 for f in read["data_files"])
+    assert inp.provenance["dataset_id"] == "HuggingFaceFW/fineweb-edu" and inp.provenance["shuffle_buffer"] == 5
+    json.dumps(inp.provenance)
+    other_seed = registry.pretrain_input(deep_merge(cfg, {"seed": 1}), "fineweb_edu")
+    assert [s.text for s in other_seed.stream] != texts
+
+
+def test_no_shuffle_when_buffer_is_zero(demo):
+    _, cfg = demo
+    inp = registry.pretrain_input(deep_merge(cfg, {"sources": {"fineweb_edu": {"shuffle_buffer": 0}}}), "fineweb_edu")
+    texts = [s.text for s in inp.stream]
+    assert texts[:2] == ["Fineweb document 0.\nIt has two lines.", "Fineweb document 1.\nIt has two lines."]
+
+
+def test_wikitext_is_presplit_into_articles(demo):
+    _, cfg = demo
+    inp = registry.pretrain_input(cfg, "wikitext")
+    assert inp.kind == "presplit" and inp.stream is None
+    assert [s.meta["title"] for s in inp.train] == ["Alpha River", "Beta Stone"]
+    assert [s.text for s in inp.val] == [" = Gamma Light = \n Gamma shines . "]
+    assert inp.provenance["val"]["split"] == "validation" and inp.provenance["train"]["local"] is True
+
+
+def test_roam_is_presplit_by_file_with_recorded_lists(demo):
+    root, cfg = demo
+    inp = registry.pretrain_input(cfg, "roam")
+    train = [s.meta["path"] for s in inp.train]
+    val = [s.meta["path"] for s in inp.val]
+    assert len(train) + len(val) == 12 and not set(train) & set(val) and len(val) == 1
+    assert inp.provenance["files"] == {"train": train, "val": val}
+    assert inp.provenance["root"] == str(root / "roam") and "randperm" in inp.provenance["split_rule"]
+    assert registry.roam_root(cfg) == str(root / "roam")
+    assert registry.roam_root(deep_merge(cfg, {"demo": False})) == ".roam-data"
+
+
+def test_tokenizer_texts_are_the_train_side(demo):
+    _, cfg = demo
+    assert list(registry.tokenizer_texts(cfg, "wikitext")) == [s.text for s in registry.pretrain_input(cfg, "wikitext").train]
+    assert list(registry.tokenizer_texts(cfg, "roam")) == [s.text for s in registry.pretrain_input(cfg, "roam").train]
+    stream = list(registry.tokenizer_texts(cfg, "gutenberg"))
+    assert len(stream) == 8 and stream == list(registry.tokenizer_texts(cfg, "gutenberg"))
+
+
+@pytest.mark.parametrize("source,group_key", [("dolly15k", "index"), ("oasst1", "message_tree_id"), ("primer", "index")])
+def test_sft_input_sets_group_and_provenance(demo, source, group_key):
+    _, cfg = demo
+    samples, prov = registry.sft_input(cfg, source)
+    samples = list(samples)
+    assert samples and all(s.meta["group"] == s.meta[group_key] for s in samples)
+    assert all(s.source == source for s in samples)
+    if source == "primer":
+        assert prov["num_examples"] == 10 and len(prov["sha256"]) == 64
+    else:
+        assert prov["local"] is True and prov["data_files"][0]["sha256"]
+    json.dumps(prov)
+
+
+def test_oasst1_sft_keeps_trees_in_first_appearance_order(demo):
+    _, cfg = demo
+    samples, _ = registry.sft_input(cfg, "oasst1")
+    assert list(dict.fromkeys(s.meta["group"] for s in samples)) == ["t0", "t1", "t2", "t3"]
+
+
+def test_wikitext_lines(demo):
+    _, cfg = demo
+    lines = registry.wikitext_lines(cfg)
+    assert {k: len(v) for k, v in lines.items()} == {"train": 6, "val": 2, "test": 2}
+
+
+def test_source_input_files(demo):
+    root, cfg = demo
+    assert registry.source_input_files(cfg, "fineweb_edu") == sorted(str(root / "fineweb_edu" / f"part-{i}.parquet") for i in (0, 1))
+    assert registry.source_input_files(cfg, "wikitext") == sorted(str(root / "wikitext" / f"{s}.parquet") for s in ("test", "train", "validation"))
+    notes = registry.source_input_files(cfg, "roam")
+    assert len(notes) == 12 and notes == sorted(notes) and not any(".obsidian" in n for n in notes)
+    assert registry.source_input_files(cfg, "primer") == [str(root / "primer.jsonl")]
+    assert registry.source_input_files(cfg, "primer_text") == [str(root / "primer.txt")]
+    live = deep_merge(cfg, {"demo": False, "sources": {"roam": {"root": str(root / "missing")}}})
+    assert registry.source_input_files(live, "oasst1") == [] and registry.source_input_files(live, "roam") == []
+
+
+def test_missing_demo_files_fail_loudly(tmp_path):
+    cfg = prepare_config({"demo": True, "sources": {"dolly15k": {"demo_data_files": {"train": str(tmp_path / "none.jsonl")}}}})
+    samples, _ = registry.sft_input(cfg, "dolly15k")
+    with pytest.raises(FileNotFoundError, match="none.jsonl"):
+        next(samples)
+
+
+def test_registry_import_and_input_files_stay_light(demo):
+    """The Snakefile calls source_input_files at parse time: no torch, no datasets."""
+    _, cfg = demo
+    code = textwrap.dedent(f"""
+        import json, sys
+        from niels_gpt.data import registry
+        cfg = json.loads({json.dumps(json.dumps(cfg))})
+        for s in registry.HUB_SOURCES + registry.FILE_SOURCES:
+            registry.source_input_files(cfg, s)
+        heavy = [m for m in ("torch", "datasets", "numpy", "pyarrow") if m in sys.modules]
+        print(json.dumps(heavy))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == []
