@@ -11,8 +11,9 @@ the caller's torch.Generator:
   1. torch.multinomial(valid_starts per shard, B, replacement=True)  -> the shard of each row
   2. torch.randint(0, 2**62, (B,)) % valid_starts[shard of the row]    -> the start of each row
      (modulo bias < n / 2**62, i.e. below 2**-32 for any shard under 2**30 tokens)
-Rows are gathered with vectorized numpy indexing of a sliding-window view of each map into a
-preallocated (2, B, T) uint16 buffer, then converted with one `torch.from_numpy(buf).to(device, int64)`.
+Rows are gathered with one vectorized numpy index per shard of a sliding-window view of its map
+into a preallocated (B, T+1) uint16 buffer, split into a preallocated (2, B, T) x/y buffer, and
+converted with one `torch.from_numpy(buf).to(device, int64)` (x and y come out contiguous).
 Not thread-safe (the buffer is reused): give each worker its own dataset.
 
 Guards: the parent directory's meta.json (when present) must say `built: true` and list exactly the
@@ -99,36 +100,36 @@ class PretrainTokenStreamDataset:
         starts = [self.shard_tokens[i] - T for i in usable]
         self.num_windows = sum(starts)
         self._weights = torch.tensor(starts, dtype=torch.float64)
-        self._n_starts = torch.tensor(starts, dtype=torch.int64)
+        self._n_starts = np.array(starts, dtype=np.int64)
         # (n - T, T + 1) views: row s is tokens[s : s + T + 1]; indexing reads only the rows asked for
         self._windows = [np.lib.stride_tricks.sliding_window_view(self.maps[i], T + 1) for i in usable]
-        self._buf = np.empty((2, 0, T), dtype=self.maps[0].dtype)
+        self._rows = np.empty((0, T + 1), dtype=self.maps[0].dtype)  # gathered windows (B, T+1)
+        self._xy = np.empty((2, 0, T), dtype=self.maps[0].dtype)  # x and y rows, converted in one call
 
     def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
-        shard = torch.multinomial(self._weights, B, replacement=True, generator=generator)
-        raw = torch.randint(0, START_DRAW_HIGH, (B,), generator=generator)
-        return shard.numpy(), (raw % self._n_starts[shard]).numpy()
+        shard = torch.multinomial(self._weights, B, replacement=True, generator=generator).numpy()
+        raw = torch.randint(0, START_DRAW_HIGH, (B,), generator=generator).numpy()
+        return shard, raw % self._n_starts[shard]
 
     def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """x, y: int64 (B, T) on the dataset's device, y[:, :-1] == x[:, 1:]."""
+        """x, y: int64 (B, T) on the dataset's device, contiguous, y[:, :-1] == x[:, 1:]."""
         if B < 1:
             raise ValueError(f"B must be >= 1, got {B}")
         shard, start = self.draw_windows(B, generator)
-        if self._buf.shape[1] != B:
-            self._buf = np.empty((2, B, self.T), dtype=self._buf.dtype)
-        buf = self._buf
-        groups = np.unique(shard)
-        for k in groups:
-            if len(groups) == 1:
-                rows = slice(None)
-                win = self._windows[k][start]
-            else:
-                rows = np.flatnonzero(shard == k)
-                win = self._windows[k][start[rows]]
-            buf[0, rows] = win[:, :-1]
-            buf[1, rows] = win[:, 1:]
-        xy = torch.from_numpy(buf).to(self.device, torch.int64)
+        if self._xy.shape[1] != B:
+            self._rows = np.empty((B, self.T + 1), dtype=self._xy.dtype)
+            self._xy = np.empty((2, B, self.T), dtype=self._xy.dtype)
+        if len(self._windows) == 1:
+            rows = self._windows[0][start]
+        else:
+            rows = self._rows
+            for k in np.unique(shard):
+                picked = np.flatnonzero(shard == k)
+                rows[picked] = self._windows[k][start[picked]]  # one vectorized gather per shard
+        self._xy[0] = rows[:, :-1]
+        self._xy[1] = rows[:, 1:]
+        xy = torch.from_numpy(self._xy).to(self.device, torch.int64)
         return xy[0], xy[1]
 
     def __repr__(self) -> str:

@@ -14,9 +14,9 @@ Two ways in, one shard writer:
   gutenberg); `shuffle_buffer` is only recorded - the loader shuffles with `datasets`' shuffle(seed, buffer).
 - `build_pretrain_cache_presplit(train_texts, val_texts, ...)`: sources with their own splits (wikitext, roam).
 
-Streaming: documents are read in batches, encoded with sentencepiece's C++ threads in a worker thread
-while the main thread reads the next batch and writes the previous one, so memory holds ~3 batches
-whatever the budget. Atomic: every shard is written as `shard_NNNNN.bin.tmp` and renamed only when the
+Streaming (batch_encode.py): documents are read in batches, encoded with sentencepiece's C++ threads in
+a worker thread while the main thread reads the next batch and writes the previous one, so memory holds
+~3 batches whatever the budget (shard_writer.py writes and hashes as tokens arrive). Atomic: every shard is written as `shard_NNNNN.bin.tmp` and renamed only when the
 whole build succeeded, then meta.json is written last; a stale meta.json is removed before anything else,
 so a killed build never leaves a meta.json beside incomplete shards.
 """
@@ -103,8 +103,8 @@ def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], met
 
 
 def _hub_record(provenance: dict) -> dict:
-    """The loader's record of what it opened: the provenance itself or its "stream"/"train" entry."""
-    for rec in (provenance, provenance.get("stream"), provenance.get("train")):
+    """The loader's record of what it opened (its "stream" or "train" entry, else the provenance itself)."""
+    for rec in (provenance.get("stream"), provenance.get("train"), provenance):
         if isinstance(rec, dict) and "dataset_id" in rec:
             return rec
     return {}
@@ -118,7 +118,7 @@ def source_meta(*, dataset_name, dataset_config, provenance) -> dict:
     return {
         "dataset_name": dataset_name if dataset_name is not None else hub.get("dataset_id"),
         "dataset_config": dataset_config if dataset_config is not None else hub.get("config"),
-        "dataset_revision": hub.get("revision"),
+        "dataset_revision": hub.get("revision", provenance.get("revision_requested")),
         "streaming": streaming,
         "determinism": STREAMING_DETERMINISM if streaming else "exact: same input order + seed => same bytes",
         "provenance": provenance,
@@ -175,6 +175,8 @@ def build_pretrain_cache(
     def fill() -> dict:
         g = torch.Generator().manual_seed(seed)
         seen = 0
+        if train.full and (val.full or val_doc_prob == 0):
+            return {"documents_seen": seen}  # zero budgets: read nothing
         with _progress((max_train_tokens, max_val_tokens), str(out)) as bar:
             for flat, lens in encoded_batches(tokenizer, texts, _wanted(train, val, val_doc_prob), num_threads):
                 pos = 0

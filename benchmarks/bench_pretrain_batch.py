@@ -1,0 +1,98 @@
+"""Pretrain batches per second: PretrainTokenStreamDataset.get_batch vs a nanoGPT-style reference.
+
+Reference (written here, as nanoGPT's train.py does it): every call re-opens the shard with np.memmap,
+picks a shard uniformly, draws B starts with torch.randint, and builds x and y from a Python list of
+`torch.from_numpy(slice.astype(np.int64))` rows + torch.stack. Candidate: the dataset's persistent
+memmaps, vectorized gather into a preallocated buffer, one conversion. Synthetic uint16 shards
+(random ids < 16,004) in a temporary folder; the page cache is warmed first; reference and candidate
+are interleaved in one process over several rounds; medians and their ratio are printed.
+
+    python benchmarks/bench_pretrain_batch.py [--T 1024] [--B 32 64] [--shards 3] [--shard-tokens 20000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+
+VOCAB = 16_004  # the pipeline's default tokenizer: 16,000 pieces + 4 specials
+
+
+def reference_get_batch(paths: list[Path], *, B: int, T: int, generator: torch.Generator):
+    """nanoGPT's get_batch, with a uniformly chosen shard."""
+    path = paths[int(torch.randint(len(paths), (1,), generator=generator))]
+    data = np.memmap(path, dtype=np.uint16, mode="r")
+    ix = torch.randint(len(data) - T, (B,), generator=generator)
+    x = torch.stack([torch.from_numpy(data[i : i + T].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + T].astype(np.int64)) for i in ix])
+    return x, y
+
+
+def rate(fn, seconds: float) -> float:
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return n / elapsed
+
+
+def write_shards(folder: Path, n_shards: int, shard_tokens: int) -> list[Path]:
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(n_shards):
+        p = folder / f"shard_{i:05d}.bin"
+        rng.integers(0, VOCAB, shard_tokens - i * 1000, dtype=np.uint16).astype("<u2").tofile(p)
+        paths.append(p)
+    return paths
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--T", type=int, default=1024)
+    ap.add_argument("--B", type=int, nargs="+", default=[32, 64])
+    ap.add_argument("--shards", type=int, default=3)
+    ap.add_argument("--shard-tokens", type=int, default=20_000_000, help="tokens per shard (uint16)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--seconds", type=float, default=0.5, help="time per implementation per round")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+
+    with tempfile.TemporaryDirectory(prefix="bench_pretrain_batch_") as tmp:
+        paths = write_shards(Path(tmp) / "train", args.shards, args.shard_tokens)
+        for p in paths:
+            p.read_bytes()  # warm the page cache for both implementations
+        ds = PretrainTokenStreamDataset(Path(tmp) / "train", T=args.T, device="cpu")
+        print(f"{ds!r}; torch threads 1; {args.rounds} rounds x {args.seconds}s each")
+        for B in args.B:
+            g_ref, g_new = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+            ref = lambda: reference_get_batch(paths, B=B, T=args.T, generator=g_ref)  # noqa: E731
+            new = lambda: ds.get_batch(B=B, generator=g_new)  # noqa: E731
+            x, y = new()
+            assert torch.equal(y[:, :-1], x[:, 1:]) and x.dtype == torch.int64
+            ref_rates, new_rates, ratios = [], [], []
+            for _ in range(args.rounds):
+                r, c = rate(ref, args.seconds), rate(new, args.seconds)
+                ref_rates.append(r)
+                new_rates.append(c)
+                ratios.append(c / r)
+            r, c = statistics.median(ref_rates), statistics.median(new_rates)
+            print(
+                f"B={B:3d} T={args.T}: reference {r:9,.0f} batches/s | get_batch {c:9,.0f} batches/s "
+                f"({1e6 / c:6.1f} us/batch) | ratio {statistics.median(ratios):5.1f}x "
+                f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x)"
+            )
+
+
+if __name__ == "__main__":
+    main()

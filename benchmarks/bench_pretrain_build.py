@@ -1,0 +1,163 @@
+"""Pretrain cache build: throughput against raw SentencePiece encoding, and peak RSS against the budget.
+
+(a) Throughput. Reference: `encode_batch` of the same documents with every core and nothing written
+(the whole pool in one call, and in 256-document batches; the best of the two counts). Candidates:
+`build_pretrain_cache` over the same documents (single-stream rule, unlimited budgets, shards written),
+with the overlapped pipeline it ships (`batch_encode.encoded_batches`) and with a serial one (read,
+encode, write, in turn). Rates are tokens of the documents (eot excluded) per second; reference and
+candidates are interleaved over several rounds in one process; medians and ratios are printed.
+
+(b) Memory. Each budget is built in a fresh subprocess from an endless stream (the document pool,
+cycled), which reports its own peak RSS (VmHWM; ru_maxrss is inherited from the parent); budget 0 gives the fixed cost of the imports
+and the tokenizer. Flat means the same peak for 10 M and 100 M tokens.
+
+Documents come from a seeded generator of pseudo-words (no hub); the tokenizer is
+cache/tokenizer/spm.model if it exists, else one trained here on generated text (16,000 pieces).
+
+    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--budgets 10000000 100000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from niels_gpt.cache import batch_encode, pretrain_writer
+from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
+
+SYLLABLES = "ka lo mi ne ru sa te vi do pa re shi an el or um ist ing tion ber gar lin mon pel qua ros tur wen zor".split()
+PROJECT_TOKENIZER = Path("cache/tokenizer/spm.model")
+
+
+def documents(n: int, seed: int = 0) -> list[str]:
+    """n documents of 50-1,500 Zipf-distributed pseudo-words with sentences and line breaks (~4.4 KB each)."""
+    rng = random.Random(seed)
+    words = set()
+    while len(words) < 30_000:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))))
+    vocab = sorted(words)
+    cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))
+    docs = []
+    for _ in range(n):
+        out = []
+        for w in rng.choices(vocab, cum_weights=cum, k=rng.randint(50, 1500)):
+            out.append(w)
+            out.append(". " if rng.random() < 0.07 else ("\n" if rng.random() < 0.01 else " "))
+        docs.append("".join(out))
+    return docs
+
+
+def tokenizer_for(workdir: Path) -> SentencePieceTokenizer:
+    if PROJECT_TOKENIZER.exists():
+        return SentencePieceTokenizer(PROJECT_TOKENIZER)
+    return train_sentencepiece(documents(2000, seed=99), workdir / "spm.model", vocab_size=16_000, num_threads=2)
+
+
+def serial_encoded_batches(tokenizer, texts, wanted_chars, num_threads):
+    """The pipeline without overlap: read a batch, encode it, hand it over, repeat."""
+    for batch in batch_encode.text_batches(texts, wanted_chars):
+        yield batch_encode.encode_docs(tokenizer, batch, num_threads)
+
+
+def raw_encode_rate(tok, docs, n_tokens: int) -> float:
+    best = 0.0
+    for batch in (len(docs), 256):
+        start = time.perf_counter()
+        for i in range(0, len(docs), batch):
+            tok.encode_batch(docs[i : i + batch], num_threads=-1)
+        best = max(best, n_tokens / (time.perf_counter() - start))
+    return best
+
+
+def build_rate(tok, docs, n_tokens: int, out: Path, pipeline) -> float:
+    original = pretrain_writer.encoded_batches
+    pretrain_writer.encoded_batches = pipeline
+    try:
+        start = time.perf_counter()
+        pretrain_writer.build_pretrain_cache(
+            docs, str(out), tokenizer=tok, max_train_tokens=None, max_val_tokens=None, seed=0,
+            shuffle_buffer=None, val_doc_prob=0.025, num_threads=-1,
+        )
+        return n_tokens / (time.perf_counter() - start)
+    finally:
+        pretrain_writer.encoded_batches = original
+
+
+def peak_rss_mb() -> float:
+    """Peak RSS of this process image. Linux carries ru_maxrss over from the parent through fork+exec
+    (a child of a 500 MB parent reports >= 500 MB), so read VmHWM of the current mm when available."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(args) -> None:
+    """One build from an endless stream; prints JSON with the peak RSS of this process."""
+    tok = SentencePieceTokenizer(args.tokenizer)
+    pool = documents(args.docs, seed=1)
+    start = time.perf_counter()
+    meta = pretrain_writer.build_pretrain_cache(
+        itertools.cycle(pool), args.out, tokenizer=tok, max_train_tokens=args.child,
+        max_val_tokens=args.child // 40, seed=0, shuffle_buffer=None, val_doc_prob=0.025,
+    )
+    seconds = time.perf_counter() - start
+    rss_mb = peak_rss_mb()
+    print(json.dumps({"tokens": meta["train_tokens"] + meta["val_tokens"], "seconds": seconds, "rss_mb": rss_mb,
+                      "shards": len(meta["shards"]["train"]) + len(meta["shards"]["val"])}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--docs", type=int, default=3000, help="documents in the pool (~4.4 KB each)")
+    ap.add_argument("--budgets", type=int, nargs="*", default=[10_000_000, 100_000_000], help="train budgets for RSS")
+    ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--tokenizer", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        return child(args)
+
+    with tempfile.TemporaryDirectory(prefix="bench_pretrain_build_") as tmp:
+        tmp = Path(tmp)
+        tok = tokenizer_for(tmp)
+        docs = documents(args.docs, seed=1)
+        n_tokens = sum(len(d) for d in tok.encode_batch(docs))
+        print(f"tokenizer {tok!r}; {len(docs):,} documents, {sum(map(len, docs)) / 1e6:.1f} M chars, {n_tokens:,} tokens")
+        rates: dict[str, list[float]] = {"raw encode_batch": [], "build (overlapped)": [], "build (serial)": []}
+        for _ in range(args.rounds):
+            rates["raw encode_batch"].append(raw_encode_rate(tok, docs, n_tokens))
+            rates["build (overlapped)"].append(build_rate(tok, docs, n_tokens, tmp / "a", batch_encode.encoded_batches))
+            rates["build (serial)"].append(build_rate(tok, docs, n_tokens, tmp / "b", serial_encoded_batches))
+        raw = statistics.median(rates["raw encode_batch"])
+        for name, values in rates.items():
+            ratios = [v / r for v, r in zip(values, rates["raw encode_batch"])]
+            print(f"{name:20s} {statistics.median(values) / 1e6:6.2f} M tokens/s  "
+                  f"ratio to raw {statistics.median(values) / raw:4.2f} (per-round median {statistics.median(ratios):4.2f})")
+
+        tok_path = str(tok.model_path)
+        for budget in [0, *args.budgets]:
+            cmd = [sys.executable, __file__, "--child", str(budget), "--tokenizer", tok_path,
+                   "--docs", str(args.docs), "--out", str(tmp / f"rss_{budget}")]
+            res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            print(f"budget {budget:>13,} train tokens: {res['tokens']:>13,} written in {res['shards']} shard(s), "
+                  f"{res['seconds']:6.1f} s ({res['tokens'] / max(res['seconds'], 1e-9) / 1e6:5.2f} M tokens/s), "
+                  f"peak RSS {res['rss_mb']:7.1f} MB")
+            subprocess.run(["rm", "-rf", str(tmp / f"rss_{budget}")], check=True)
+
+
+if __name__ == "__main__":
+    main()
