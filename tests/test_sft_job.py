@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from loader_fixtures import isolated_hf_cache  # noqa: F401
 from sft_chats import random_chats
 
 import niels_gpt.cache.sft_job as sft_job
@@ -102,3 +103,27 @@ def test_flags_reach_the_config(tiny_tokenizer_path, tmp_path, monkeypatch):
     assert (s["english_only"], s["max_messages"], s["val_frac"], s["truncation"], s["enabled"]) == (False, 8, 0.3, "tail", False)
     assert cfg["sft"]["t_max"] == 256 and cfg["seed"] == 9 and cfg["demo"] is True
     assert s["demo_data_files"] == {"train": "a/*.parquet"} and seen["out_dir"].endswith("sft/oasst1")
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+@pytest.mark.parametrize("source", ["dolly15k", "oasst1", "primer"])
+def test_real_loaders_end_to_end(tiny_tokenizer, tiny_tokenizer_path, tmp_path, source):
+    from loader_fixtures import write_demo_tree
+
+    from niels_gpt.cache.sft_dataset import SFTExampleDataset
+    from niels_gpt.data.registry import sft_input
+
+    cfg = prepare_config({**write_demo_tree(tmp_path / "demo"), "seed": 1})
+    cfg["sources"][source]["val_frac"] = 0.25
+    meta = build_sft_source(cfg, source, tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / source))
+    samples = list(sft_input(cfg, source)[0])
+    groups = [s.meta["group"] for s in samples]
+    held_out = val_groups(groups, 0.25, 1)
+    for split, want in (("train", False), ("val", True)):
+        tokens = np.fromfile(tmp_path / source / f"{split}_tokens.bin", dtype="<u2").tolist()
+        chosen = [s for s, g in zip(samples, groups) if (g in held_out) == want]
+        assert tokens == [t for s in chosen for t in render_chat_sft(tiny_tokenizer, s.messages)[0]]
+        assert meta["splits"][split]["num_examples"] == len(chosen) > 0
+    assert meta["provenance"]["source"] == source and meta["provenance"]["demo"] is True
+    ds = SFTExampleDataset.from_cache_dir(tmp_path / source, "train", T=64, tokenizer=tiny_tokenizer)
+    assert ds.truncation == cfg["sources"][source]["truncation"] and len(ds) > 0
