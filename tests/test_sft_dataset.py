@@ -138,3 +138,12 @@ def test_no_sampleable_example_errors_clearly(tmp_path):
     assert len(ds) == 0 and ds.num_excluded == 1
     with pytest.raises(ValueError, match="nothing to sample"):
         ds.get_batch(B=2, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("truncation", ["head", "tail"])
+def test_writer_drops_exactly_what_the_dataset_would_exclude_at_T_max(tiny_tokenizer, cache, tmp_path, truncation):
+    full = open_ds(cache, 16, truncation)
+    meta = build_sft_cache(CHATS, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=16,
+                           truncation=truncation)  # fmt: skip
+    assert meta["num_dropped"]["train"] == full.num_excluded > 0
+    assert SFTExampleDataset.from_cache_dir(tmp_path, T=16).num_excluded == 0
