@@ -130,6 +130,18 @@ def _write_split(pairs_list, tokenizer, tmp_dir: Path, split: str, t_max: int, t
     }
 
 
+def assign_splits(n: int, group_keys: Sequence | None, val_frac: float, seed: int) -> tuple[list[bool], dict]:
+    """is_val per example (niels_gpt.splits, by example or by group) and what to record in meta."""
+    if group_keys is None:
+        return val_mask(n, val_frac, seed), {"split_by": "example"}
+    group_keys = list(group_keys)
+    if len(group_keys) != n:
+        raise ValueError(f"group_keys has {len(group_keys):,} entries for {n:,} examples; give one per example")
+    held_out = val_groups(group_keys, val_frac, seed)
+    num_groups = {"train": len(set(group_keys) - held_out), "val": len(held_out)}
+    return [g in held_out for g in group_keys], {"split_by": "group", "num_groups": num_groups}
+
+
 def build_sft_cache(
     examples: Iterable,
     out_dir: str,
@@ -150,6 +162,8 @@ def build_sft_cache(
     `group_keys[i]` is example i's split group (all examples of a group land in one split); None
     splits by example. Deterministic: same examples, order and seed => byte-identical files.
     """
+    from tqdm import tqdm
+
     if truncation not in TRUNCATIONS:
         raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
     if t_max < 1:
@@ -159,8 +173,54 @@ def build_sft_cache(
     created = not out.exists()
     remove_outputs(out)
     try:
-        return _build(examples, out, tokenizer, val_frac, seed, t_max, truncation, group_keys,
-                      source, dataset_name, dataset_config, provenance)  # fmt: skip
+        pairs_list = _buffer(examples, source)
+        is_val, split_info = assign_splits(len(pairs_list), group_keys, val_frac, seed)
+        out.mkdir(parents=True, exist_ok=True)
+        splits, files = {}, {}
+        bar = tqdm(total=len(pairs_list), desc=f"sft {source or out.name}", unit="ex", file=sys.stderr,
+                   disable=not sys.stderr.isatty())  # fmt: skip
+        with bar:
+            for split in SPLITS:
+                chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
+                res = _write_split(chosen, tokenizer, out, split, t_max, truncation, bar)
+                splits[split] = res["stats"]
+                files.update(res["files"])
+                if "num_groups" in split_info:
+                    splits[split]["num_groups"] = split_info["num_groups"][split]
+        for name in files:  # every file complete: move them into place, then meta.json last
+            os.replace(tmp_path_for(out / name), out / name)
+        meta = {
+            "kind": "sft",
+            "built": True,
+            "format_version": FORMAT_VERSION,
+            "source": source,
+            "dataset_name": dataset_name if dataset_name is not None else source,
+            "dataset_config": dataset_config,
+            "split_rule": f"{SPLIT_RULE}; by {split_info['split_by']}",
+            "split_by": split_info["split_by"],
+            "seed": seed,
+            "val_frac": val_frac,
+            "T_max": t_max,
+            "truncation": truncation,
+            "template": TEMPLATE,
+            "token_dtype": TOKEN_DTYPE_NAME,
+            "offset_dtype": "int64-le",
+            "tokenizer_sha256": tokenizer.sha256,
+            "vocab_size": tokenizer.vocab_size,
+            "special_token_ids": dict(tokenizer.special_ids),
+            "num_input_examples": len(pairs_list),
+            "train_examples": splits["train"]["num_examples"],
+            "val_examples": splits["val"]["num_examples"],
+            "train_tokens": splits["train"]["num_tokens"],
+            "val_tokens": splits["val"]["num_tokens"],
+            "num_dropped": {s: splits[s]["num_dropped"] for s in SPLITS},
+            "splits": splits,
+            "files": files,
+            "provenance": provenance or {},
+        }
+        check_required(meta, REQUIRED_SFT, path=str(out / "meta.json"))
+        write_meta(str(out / "meta.json"), meta)
+        return meta
     except BaseException:
         remove_outputs(out)
         if created:
@@ -210,68 +270,3 @@ def write_not_built(
 class _NoBar:
     def update(self, n: int) -> None:
         pass
-
-
-def _build(examples, out, tokenizer, val_frac, seed, t_max, truncation, group_keys,
-           source, dataset_name, dataset_config, provenance) -> dict:  # fmt: skip
-    from tqdm import tqdm
-
-    pairs_list = _buffer(examples, source)
-    n = len(pairs_list)
-    if group_keys is None:
-        is_val = val_mask(n, val_frac, seed)
-        split_by, n_groups = "example", None
-    else:
-        group_keys = list(group_keys)
-        if len(group_keys) != n:
-            raise ValueError(f"group_keys has {len(group_keys):,} entries for {n:,} examples; give one per example")
-        held_out = val_groups(group_keys, val_frac, seed)
-        is_val = [g in held_out for g in group_keys]
-        split_by = "group"
-        n_groups = {"train": len(set(group_keys) - held_out), "val": len(held_out)}
-    out.mkdir(parents=True, exist_ok=True)
-    splits, files = {}, {}
-    bar = tqdm(total=n, desc=f"sft {source or out.name}", unit="ex", file=sys.stderr, disable=not sys.stderr.isatty())
-    with bar:
-        for split in SPLITS:
-            want_val = split == "val"
-            chosen = [p for p, v in zip(pairs_list, is_val) if v == want_val]
-            res = _write_split(chosen, tokenizer, out, split, t_max, truncation, bar)
-            splits[split] = res["stats"]
-            if n_groups is not None:
-                splits[split]["num_groups"] = n_groups[split]
-            files.update(res["files"])
-    for name in files:  # every file complete: move them into place, then meta.json last
-        os.replace(tmp_path_for(out / name), out / name)
-    meta = {
-        "kind": "sft",
-        "built": True,
-        "format_version": FORMAT_VERSION,
-        "source": source,
-        "dataset_name": dataset_name if dataset_name is not None else source,
-        "dataset_config": dataset_config,
-        "split_rule": f"{SPLIT_RULE}; by {split_by}",
-        "split_by": split_by,
-        "seed": seed,
-        "val_frac": val_frac,
-        "T_max": t_max,
-        "truncation": truncation,
-        "template": TEMPLATE,
-        "token_dtype": TOKEN_DTYPE_NAME,
-        "offset_dtype": "int64-le",
-        "tokenizer_sha256": tokenizer.sha256,
-        "vocab_size": tokenizer.vocab_size,
-        "special_token_ids": dict(tokenizer.special_ids),
-        "num_input_examples": n,
-        "train_examples": splits["train"]["num_examples"],
-        "val_examples": splits["val"]["num_examples"],
-        "train_tokens": splits["train"]["num_tokens"],
-        "val_tokens": splits["val"]["num_tokens"],
-        "num_dropped": {s: splits[s]["num_dropped"] for s in SPLITS},
-        "splits": splits,
-        "files": files,
-        "provenance": provenance or {},
-    }
-    check_required(meta, REQUIRED_SFT, path=str(out / "meta.json"))
-    write_meta(str(out / "meta.json"), meta)
-    return meta
