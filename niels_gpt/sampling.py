@@ -10,6 +10,7 @@ sorted source order, from the same generator.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 SUM_TOLERANCE = 1e-6
 
@@ -35,11 +36,24 @@ def check_mixture(p: Mapping[str, float], available: Iterable[str], *, what: str
     return sorted(p)
 
 
+@lru_cache(maxsize=256)
+def _probs_tensor(values: tuple[float, ...]):
+    import torch
+
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def mixture_probs(p: Mapping[str, float]):
+    """(sorted names, float64 probabilities in that order). The tensor is cached per distinct `p`
+    (building it costs more than the multinomial draw at small B): treat it as read-only."""
+    names = sorted(p)
+    return names, _probs_tensor(tuple(float(p[n]) for n in names))
+
+
 def draw_sources(p: Mapping[str, float], B: int, generator=None):
     """(names, idx): idx is an int64 tensor (B,) of indices into `names` (sorted source names)."""
     import torch
 
-    names = sorted(p)
-    probs = torch.tensor([float(p[n]) for n in names], dtype=torch.float64)
+    names, probs = mixture_probs(p)
     idx = torch.multinomial(probs, B, replacement=True, generator=generator)
     return names, idx

@@ -1,0 +1,91 @@
+"""Mixed byte batches per second: niels_gpt.batching vs seed 002's reference implementation.
+
+Reference (written here, as seed 002 describes it): torch.multinomial for the B source choices, then
+per row one torch.randint and `torch.tensor(list(chunk))`, stacked. Candidates: `get_batch` (validates
+the sources and p on every call) and `StreamBatcher.get_batch` (validated once). Synthetic sources of
+~10 MB in total; reference and candidates are interleaved in one process, several rounds; medians.
+
+    python benchmarks/bench_byte_batch.py [--B 32] [--T 256] [--rounds 7] [--seconds 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from niels_gpt.batching import StreamBatcher, default_p_train, get_batch
+
+SOURCE_BYTES = {"wiki": 8_000_000, "roam": 2_000_000, "primer": 250_000}  # ~10 MB, shaped like p_train
+
+
+def reference_get_batch(sources, *, p, B, T, device, generator=None):
+    """Seed 002's implementation notes, verbatim in spirit: one list() + tensor per row."""
+    names = sorted(p)
+    probs = torch.tensor([p[n] for n in names], dtype=torch.float64)
+    choice = torch.multinomial(probs, B, replacement=True, generator=generator)
+    xs, ys = [], []
+    for k in choice.tolist():
+        src = sources[names[k]]
+        i = int(torch.randint(0, len(src) - (T + 1) + 1, (1,), generator=generator))
+        chunk = src[i : i + T + 1]
+        t = torch.tensor(list(chunk), dtype=torch.int64, device=device)
+        xs.append(t[:-1])
+        ys.append(t[1:])
+    return torch.stack(xs), torch.stack(ys)
+
+
+def rate(fn, seconds: float) -> float:
+    """Batches per second of fn() over about `seconds`."""
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return n / elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--B", type=int, default=32)
+    ap.add_argument("--T", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--seconds", type=float, default=0.5, help="time per candidate per round")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+
+    rng = np.random.default_rng(0)
+    sources = {name: rng.integers(0, 256, n, dtype=np.uint8).tobytes() for name, n in SOURCE_BYTES.items()}
+    p = default_p_train()
+    B, T = args.B, args.T
+    batcher = StreamBatcher(sources, p=p, T=T, device="cpu")
+    g = torch.Generator().manual_seed(0)
+    candidates = {
+        "reference (seed 002)": lambda: reference_get_batch(sources, p=p, B=B, T=T, device="cpu", generator=g),
+        "get_batch": lambda: get_batch(sources, p=p, B=B, T=T, device="cpu", generator=g),
+        "StreamBatcher.get_batch": lambda: batcher.get_batch(B, g),
+    }
+    for fn in candidates.values():  # warm up
+        rate(fn, 0.1)
+    rates: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(args.rounds):
+        for name, fn in candidates.items():
+            rates[name].append(rate(fn, args.seconds))
+
+    total = sum(SOURCE_BYTES.values())
+    print(f"byte batches, B={B} T={T}, {len(sources)} sources, {total:,} bytes, {args.rounds} rounds (medians)")
+    ref = rates["reference (seed 002)"]
+    for name, r in rates.items():
+        ratios = [c / rr for c, rr in zip(r, ref)]
+        print(
+            f"  {name:<24} {statistics.median(r):>10,.0f} batches/s  "
+            f"{1e6 / statistics.median(r):>8.1f} us/batch  x{statistics.median(ratios):.1f} vs reference"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Mixed-source byte batches (seed 002): shapes, values, shift, determinism, errors, mixture shares."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from niels_gpt.batching import StreamBatcher, default_p_train, get_batch, load_stream_cache
+from niels_gpt.streams import write_stream
+
+T, B = 16, 8
+P = {"wiki": 0.5, "roam": 0.3, "primer": 0.2}
+
+
+@pytest.fixture
+def sources():
+    return {
+        "wiki": b"abcdefghijklmnopqrstuvwxyz" * 50,
+        "roam": b"0123456789" * 200,
+        "primer": b"system: x\nuser: y\nassistant: z\n" * 50,
+    }
+
+
+def test_shapes_dtype_and_range(sources):
+    x, y = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (B, T)
+    assert x.dtype == y.dtype == torch.int64
+    assert x.is_contiguous() and y.is_contiguous()
+    assert int(x.min()) >= 0 and int(x.max()) <= 255
+
+
+def test_y_is_x_shifted_by_one(sources):
+    x, y = get_batch(sources, p=P, B=64, T=T, device="cpu", generator=torch.Generator().manual_seed(1))
+    assert torch.equal(y[:, :-1], x[:, 1:])
+
+
+def test_every_row_is_a_window_of_its_source(sources):
+    x, y = get_batch(sources, p=P, B=64, T=T, device="cpu", generator=torch.Generator().manual_seed(2))
+    for xr, yr in zip(x.tolist(), y.tolist()):
+        window = bytes(xr + yr[-1:])
+        assert sum(window in s for s in sources.values()) == 1
+
+
+def test_same_generator_state_gives_same_batch(sources):
+    x1, y1 = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(0))
+    x2, y2 = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(0))
+    assert torch.equal(x1, x2) and torch.equal(y1, y2)
+    x3, _ = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(1))
+    assert not torch.equal(x1, x3)
+
+
+def test_dict_order_and_buffer_type_do_not_change_the_batch(sources):
+    reordered = {k: np.frombuffer(bytearray(sources[k]), dtype=np.uint8) for k in reversed(list(sources))}
+    x1, _ = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(5))
+    x2, _ = get_batch(reordered, p=dict(reversed(P.items())), B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(5))
+    assert torch.equal(x1, x2)
+
+
+def test_draw_order_is_the_documented_one(sources):
+    """multinomial over sorted names, then one randint per source in sorted order."""
+    g = torch.Generator().manual_seed(3)
+    x, _ = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=g)
+    g = torch.Generator().manual_seed(3)
+    names = sorted(P)
+    idx = torch.multinomial(torch.tensor([P[n] for n in names], dtype=torch.float64), B, replacement=True, generator=g)
+    expected = torch.empty(B, T, dtype=torch.int64)
+    for k, name in enumerate(names):
+        rows = (idx == k).nonzero().flatten()
+        if len(rows):
+            starts = torch.randint(0, len(sources[name]) - T, (len(rows),), generator=g)
+            for r, s in zip(rows.tolist(), starts.tolist()):
+                expected[r] = torch.tensor(list(sources[name][s : s + T]))
+    assert torch.equal(x, expected)
+
+
+def test_shares_follow_p():
+    # one distinct byte per source, so each row tells which source it came from
+    srcs = {"wiki": b"w" * 100, "roam": b"r" * 100, "primer": b"p" * 100}
+    p = default_p_train()
+    n = 20_000
+    x, _ = get_batch(srcs, p=p, B=n, T=8, device="cpu", generator=torch.Generator().manual_seed(0))
+    first = x[:, 0]
+    for name, prob in p.items():
+        share = float((first == ord(name[0])).double().mean())
+        sigma = math.sqrt(prob * (1 - prob) / n)
+        assert abs(share - prob) < 5 * sigma, (name, share, prob)
+
+
+def test_default_p_train_is_the_seed_mixture():
+    assert default_p_train() == {"wiki": 0.784, "roam": 0.196, "primer": 0.020}
+
+
+def test_probabilities_must_sum_to_one(sources):
+    with pytest.raises(ValueError, match="sum to 1"):
+        get_batch(sources, p={"wiki": 0.5, "roam": 0.3, "primer": 0.1}, B=B, T=T, device="cpu")
+
+
+def test_missing_key_in_p_raises(sources):
+    with pytest.raises(ValueError, match=r"missing from p: \['primer'\]"):
+        get_batch(sources, p={"wiki": 0.5, "roam": 0.5}, B=B, T=T, device="cpu")
+
+
+def test_extra_key_in_p_raises(sources):
+    with pytest.raises(ValueError, match=r"not available: \['books'\]"):
+        get_batch(sources, p={**P, "wiki": 0.4, "books": 0.1}, B=B, T=T, device="cpu")
+
+
+def test_too_short_sources_are_all_listed(sources):
+    short = {**sources, "roam": b"0123456789", "primer": b"x" * T}
+    with pytest.raises(ValueError) as e:
+        get_batch(short, p=P, B=B, T=T, device="cpu")
+    msg = str(e.value)
+    assert "roam: 10 bytes" in msg and f"primer: {T} bytes" in msg and "wiki" not in msg
+
+
+def test_exactly_t_plus_one_bytes_is_enough():
+    x, y = get_batch({"a": b"0123456789"}, p={"a": 1.0}, B=3, T=9, device="cpu")
+    assert x.tolist() == [list(b"012345678")] * 3 and y.tolist() == [list(b"123456789")] * 3
+
+
+def test_batcher_matches_get_batch(sources):
+    batcher = StreamBatcher(sources, p=P, T=T)
+    g1, g2 = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    for _ in range(3):
+        xa, ya = batcher.get_batch(B, g1)
+        xb, yb = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=g2)
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+def test_load_stream_cache_memmaps_and_skips_empty(tmp_path, sources):
+    for name, data in sources.items():
+        write_stream(tmp_path, name, "train", data, {"source": name, "split": "train"})
+    write_stream(tmp_path, "primer", "val", b"", {"source": "primer", "split": "val"})
+    loaded = load_stream_cache(tmp_path, "train")
+    assert sorted(loaded) == sorted(sources)
+    assert all(isinstance(a, np.memmap) and bytes(a) == sources[k] for k, a in loaded.items())
+    x, _ = get_batch(loaded, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(0))
+    x_ref, _ = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(0))
+    assert torch.equal(x, x_ref)
+    assert load_stream_cache(tmp_path, "val") == {}
+    with pytest.raises(ValueError, match="empty"):
+        load_stream_cache(tmp_path, "val", sources=["primer"])
+    with pytest.raises(FileNotFoundError, match="build-streams"):
+        load_stream_cache(tmp_path, "val", sources=["wiki"])
