@@ -80,35 +80,34 @@ def check_lengths(lengths: Mapping[str, int], T: int) -> None:
         raise ValueError(f"sources shorter than T+1 = {T + 1:,} bytes: {listed}; use a smaller T or more data")
 
 
-def _sample(srcs: list, lengths: list[int], p: Mapping[str, float], B: int, T: int, device, generator):
-    """The batch from validated sources (in sorted name order): draws as the module docstring says,
-    one strided gather per source that has rows, one cast for x and y together."""
+def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
+    """The batch from the window views of validated sources (sorted name order): draws as the module
+    docstring says, one strided gather per source that has rows, one cast for x and y together."""
     if B < 1:
         raise ValueError(f"B must be >= 1, got {B}")
     _, idx = draw_sources(p, B, generator)
     which = idx.numpy()
-    counts = np.bincount(which, minlength=len(srcs)).tolist()
+    counts = np.bincount(which, minlength=len(windows)).tolist()
     rows = np.empty((B, T + 1), dtype=np.uint8)
     for k, count in enumerate(counts):
         if count:
-            starts = torch.randint(0, lengths[k] - T, (count,), generator=generator)
-            rows[which == k] = _windows(srcs[k], lengths[k], T)[starts.numpy()]
+            starts = torch.randint(0, windows[k].shape[0], (count,), generator=generator)
+            rows[which == k] = windows[k][starts.numpy()]
     # x and y as one (2, B, T) int64 array: two overlapping views of rows, cast in one copy
     xy = np.ndarray((2, B, T), np.uint8, rows, 0, (1, T + 1, 1)).astype(np.int64, order="C")
     x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
-    if device is not None and device != "cpu" and torch.device(device).type != "cpu":
+    if device.type != "cpu":
         x, y = x.to(device), y.to(device)
     return x, y
 
 
-def _validated(sources: Mapping[str, ByteStream], p: Mapping[str, float], T: int) -> tuple[list, list[int]]:
-    """(sources, lengths) in sorted name order, after the mixture and length checks."""
+def _validated_windows(sources: Mapping[str, ByteStream], p: Mapping[str, float], T: int) -> list[np.ndarray]:
+    """Window views of the sources in sorted name order, after the mixture and length checks."""
     names = check_mixture(p, sources.keys(), what="p")
-    srcs = [sources[name] for name in names]
-    lengths = [_nbytes(src, name) for src, name in zip(srcs, names)]
+    lengths = [_nbytes(sources[name], name) for name in names]
     if T < 1 or min(lengths) < T + 1:
         check_lengths(dict(zip(names, lengths)), T)
-    return srcs, lengths
+    return [_windows(sources[name], n, T) for name, n in zip(names, lengths)]
 
 
 class StreamBatcher:
@@ -116,36 +115,14 @@ class StreamBatcher:
 
     def __init__(self, sources: Mapping[str, ByteStream], *, p: Mapping[str, float], T: int, device: str | torch.device = "cpu"):
         self.T = int(T)
-        self._srcs, self._lengths = _validated(sources, p, self.T)  # keeps the buffers alive
+        self._windows = _validated_windows(sources, p, self.T)  # views keep their buffers alive
         self.names = sorted(p)
         self.p = {name: float(p[name]) for name in self.names}
         self.device = torch.device(device)
 
     def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
-        return _sample(self._srcs, self._lengths, self.p, B, self.T, self.device, generator)
-
-
-def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
         return _sample(self._windows, self.p, B, self.T, self.device, generator)
-
-
-def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
-        if B < 1:
-            raise ValueError(f"B must be >= 1, got {B}")
-        _, idx = draw_sources(self.p, B, generator)
-        rows = np.empty((B, self.T + 1), dtype=np.uint8)
-        which = idx.numpy()
-        counts = np.bincount(which, minlength=len(self.names))
-        for k, windows in enumerate(self._windows):
-            if counts[k] == 0:
-                continue
-            starts = torch.randint(0, windows.shape[0], (int(counts[k]),), generator=generator)
-            rows[which == k] = windows[starts.numpy()]
-        batch = torch.from_numpy(rows).to(self.device)
-        return batch[:, :-1].long(), batch[:, 1:].long()
 
 
 def get_batch(
@@ -163,8 +140,7 @@ def get_batch(
     if `p` does not sum to 1 within 1e-6, or if any source is shorter than T+1 bytes (listing every
     such source with its length). Draw order: see the module docstring.
     """
-    srcs, lengths = _validated(sources, p, T)
-    return _sample(srcs, lengths, p, B, T, device, generator)
+    return _sample(_validated_windows(sources, p, T), p, B, T, torch.device(device), generator)
 
 
 def load_stream_cache(cache_dir: str | os.PathLike, split: str, sources: list[str] | None = None) -> dict[str, np.memmap]:

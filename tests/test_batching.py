@@ -145,3 +145,42 @@ def test_load_stream_cache_memmaps_and_skips_empty(tmp_path, sources):
         load_stream_cache(tmp_path, "val", sources=["primer"])
     with pytest.raises(FileNotFoundError, match="build-streams"):
         load_stream_cache(tmp_path, "val", sources=["wiki"])
+
+
+def test_every_buffer_type_gives_the_same_batch(sources):
+    data = sources["roam"]
+    views = {
+        "bytes": data,
+        "bytearray": bytearray(data),
+        "memoryview": memoryview(data),
+        "numpy": np.frombuffer(data, dtype=np.uint8),
+        "torch": torch.frombuffer(bytearray(data), dtype=torch.uint8),
+        "strided numpy": np.frombuffer(data * 2, dtype=np.uint8)[::2],  # every other byte: data twice as long / 2
+    }
+    batches = {
+        kind: get_batch({"roam": v}, p={"roam": 1.0}, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(4))[0]
+        for kind, v in views.items()
+    }
+    for kind in ("bytearray", "memoryview", "numpy", "torch"):
+        assert torch.equal(batches[kind], batches["bytes"]), kind
+    for row in batches["strided numpy"].tolist():
+        assert bytes(row) in (data * 2)[::2]
+
+
+def test_bad_source_types_and_sizes_raise(sources):
+    with pytest.raises(TypeError, match="wiki: expected bytes"):
+        get_batch({**sources, "wiki": "text, not bytes"}, p=P, B=B, T=T, device="cpu")
+    with pytest.raises(ValueError, match="wiki: expected a 1-D uint8 array"):
+        get_batch({**sources, "wiki": np.zeros(100, dtype=np.int64)}, p=P, B=B, T=T, device="cpu")
+    with pytest.raises(ValueError, match="B must be >= 1"):
+        get_batch(sources, p=P, B=0, T=T, device="cpu")
+    with pytest.raises(ValueError, match="T must be >= 1"):
+        get_batch(sources, p=P, B=B, T=0, device="cpu")
+
+
+def test_without_generator_the_global_torch_rng_decides(sources):
+    torch.manual_seed(11)
+    x1, _ = get_batch(sources, p=P, B=B, T=T, device="cpu")
+    torch.manual_seed(11)
+    x2, _ = get_batch(sources, p=P, B=B, T=T, device="cpu")
+    assert torch.equal(x1, x2)
