@@ -281,9 +281,10 @@ def build_sources_from_docs(
     for job in rebuilt:
         if (job.source, job.split) in streams:
             write_stream(cfg.cache_dir, job.source, job.split, streams[(job.source, job.split)], job.inputs)
-    for source, split in streams:
-        how = "built" if any((j.source, j.split) == (source, split) for j in rebuilt) else "cached"
-        _log(f"{source} {split}: {len(streams[(source, split)]):,} bytes ({how})")
+    built = {(j.source, j.split) for j in rebuilt}
+    for (source, split), data in streams.items():
+        how = "built ->" if (source, split) in built else "cached in"
+        _log(f"{source} {split}: {len(data):,} bytes, {how} {stream_paths(cfg.cache_dir, source, split)[0]}")
     for source, reason in sorted(skipped.items()):
         _log(f"{source}: left out, not required and {reason}")
     train = {src: b for (src, split), b in streams.items() if split == "train"}
@@ -353,6 +354,7 @@ def build_stream_from_config(cfg: Mapping, source: str, out_dir: str | os.PathLi
         if source not in train:  # left out: not required, no input
             reason = "not required and had no input"
             metas[split] = write_stream(out_dir, source, split, b"", {"source": source, "split": split, "empty_reason": reason})
+            _log(f"{source} {split}: empty placeholder ({reason}) -> {stream_paths(out_dir, source, split)[0]}")
         else:
             with open(stream_paths(out_dir, source, split)[1], encoding="utf-8") as f:
                 metas[split] = json.load(f)

@@ -256,7 +256,7 @@ def test_cli_build_streams(demo, tmp_path, monkeypatch, capsys):
     out = tmp_path / "streams"
     args = ["build-streams", "--source", "primer", "--out-dir", str(out), "--primer-text", primer, "--T", "8"]
     assert run_cli(main, args + ["--val-frac", "0.3", "--seed", "1"]) == 0
-    assert "primer val:" in capsys.readouterr().out
+    assert "primer val:" in capsys.readouterr().err
     meta = json.loads((out / "primer_val.meta.json").read_text())
     assert meta["val_frac"] == 0.3 and meta["seed"] == 1
     assert (out / "primer_val.bin").read_bytes().count(b"assistant:") == 3

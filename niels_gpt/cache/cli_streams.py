@@ -45,7 +45,5 @@ def run(args, parser) -> int:
         raise ValueError(f"--val-frac applies to --source roam or primer; the {args.source} stream uses its own splits")
     cfg = resolve_config(args, parser)
     out_dir = args.out_dir or os.path.join(cfg["cache_dir"], "streams")
-    metas = build_stream_from_config(cfg, args.source, out_dir)
-    for split, meta in metas.items():
-        print(f"{args.source} {split}: {meta['n_bytes']:,} bytes -> {os.path.join(out_dir, meta['bin'])}")
+    build_stream_from_config(cfg, args.source, out_dir)  # logs one line per stream written
     return 0
