@@ -4,8 +4,10 @@
 (the whole pool in one call, and in 256-document batches; the best of the two counts). Candidates:
 `build_pretrain_cache` over the same documents (single-stream rule, unlimited budgets, shards written),
 with the overlapped pipeline it ships (`batch_encode.encoded_batches`) and with a serial one (read,
-encode, write, in turn). Rates are tokens of the documents (eot excluded) per second; reference and
-candidates are interleaved over several rounds in one process; medians and ratios are printed.
+encode, write, in turn), at several batch sizes (--batch-docs; 4 KiB of text per document cap). Rates are tokens of the documents (eot excluded) per wall second and per
+CPU second of the process (all threads; the CPU ratio is the build's overhead, and holds up when the
+shared machine is busy, the wall ratio does not); reference and candidates are interleaved over
+several rounds in one process; per-round ratios, medians.
 
 (b) Memory. Each budget is built in a fresh subprocess from an endless stream (the document pool,
 cycled), which reports its own peak RSS (VmHWM; ru_maxrss is inherited from the parent); budget 0 gives the fixed cost of the imports
@@ -14,7 +16,7 @@ and the tokenizer. Flat means the same peak for 10 M and 100 M tokens.
 Documents come from a seeded generator of pseudo-words (no hub); the tokenizer is
 cache/tokenizer/spm.model if it exists, else one trained here on generated text (16,000 pieces).
 
-    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--budgets 10000000 100000000]
+    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--batch-docs 256 1024] [--budgets 10000000 100000000]
 """
 
 from __future__ import annotations
@@ -68,28 +70,32 @@ def serial_encoded_batches(tokenizer, texts, wanted_chars, num_threads):
         yield batch_encode.encode_docs(tokenizer, batch, num_threads)
 
 
-def raw_encode_rate(tok, docs, n_tokens: int) -> float:
-    best = 0.0
-    for batch in (len(docs), 256):
-        start = time.perf_counter()
-        for i in range(0, len(docs), batch):
-            tok.encode_batch(docs[i : i + batch], num_threads=-1)
-        best = max(best, n_tokens / (time.perf_counter() - start))
-    return best
+def timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process, every thread included) of fn()."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def build_rate(tok, docs, n_tokens: int, out: Path, pipeline) -> float:
-    original = pretrain_writer.encoded_batches
+def raw_encode(tok, docs) -> tuple[float, float]:
+    """Best of: the whole pool in one encode_batch call, and 256-document calls (every core, nothing kept)."""
+    whole = timed(lambda: tok.encode_batch(docs, num_threads=-1))
+    batched = timed(lambda: [tok.encode_batch(docs[i : i + 256], num_threads=-1) for i in range(0, len(docs), 256)])
+    return min(whole, batched)
+
+
+def build(tok, docs, out: Path, pipeline, batch_docs: int = batch_encode.BATCH_DOCS) -> tuple[float, float]:
+    """One build with `pipeline` and batches of `batch_docs` documents (4 KiB of text per document cap)."""
+    original = pretrain_writer.encoded_batches, batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS
     pretrain_writer.encoded_batches = pipeline
+    batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = batch_docs, batch_docs * 4096
     try:
-        start = time.perf_counter()
-        pretrain_writer.build_pretrain_cache(
+        return timed(lambda: pretrain_writer.build_pretrain_cache(
             docs, str(out), tokenizer=tok, max_train_tokens=None, max_val_tokens=None, seed=0,
             shuffle_buffer=None, val_doc_prob=0.025, num_threads=-1,
-        )
-        return n_tokens / (time.perf_counter() - start)
+        ))
     finally:
-        pretrain_writer.encoded_batches = original
+        pretrain_writer.encoded_batches, batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = original
 
 
 def peak_rss_mb() -> float:
@@ -123,6 +129,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--docs", type=int, default=3000, help="documents in the pool (~4.4 KB each)")
+    ap.add_argument("--batch-docs", type=int, nargs="+", default=[256, 1024], help="documents per encode_batch call")
     ap.add_argument("--budgets", type=int, nargs="*", default=[10_000_000, 100_000_000], help="train budgets for RSS")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--tokenizer", default=None, help=argparse.SUPPRESS)
@@ -137,16 +144,23 @@ def main() -> None:
         docs = documents(args.docs, seed=1)
         n_tokens = sum(len(d) for d in tok.encode_batch(docs))
         print(f"tokenizer {tok!r}; {len(docs):,} documents, {sum(map(len, docs)) / 1e6:.1f} M chars, {n_tokens:,} tokens")
-        rates: dict[str, list[float]] = {"raw encode_batch": [], "build (overlapped)": [], "build (serial)": []}
+        candidates = {"raw encode_batch": lambda: raw_encode(tok, docs)}
+        for k in args.batch_docs:
+            candidates[f"build overlapped {k}"] = lambda k=k: build(tok, docs, tmp / "a", batch_encode.encoded_batches, k)
+            candidates[f"build serial {k}"] = lambda k=k: build(tok, docs, tmp / "b", serial_encoded_batches, k)
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
         for _ in range(args.rounds):
-            rates["raw encode_batch"].append(raw_encode_rate(tok, docs, n_tokens))
-            rates["build (overlapped)"].append(build_rate(tok, docs, n_tokens, tmp / "a", batch_encode.encoded_batches))
-            rates["build (serial)"].append(build_rate(tok, docs, n_tokens, tmp / "b", serial_encoded_batches))
-        raw = statistics.median(rates["raw encode_batch"])
-        for name, values in rates.items():
-            ratios = [v / r for v, r in zip(values, rates["raw encode_batch"])]
-            print(f"{name:20s} {statistics.median(values) / 1e6:6.2f} M tokens/s  "
-                  f"ratio to raw {statistics.median(values) / raw:4.2f} (per-round median {statistics.median(ratios):4.2f})")
+            for name, run in candidates.items():
+                runs[name].append(run())
+        raw_wall = [w for w, _ in runs["raw encode_batch"]]
+        raw_cpu = [c for _, c in runs["raw encode_batch"]]
+        for name, values in runs.items():
+            wall = statistics.median(n_tokens / w for w, _ in values)
+            cpu = statistics.median(n_tokens / c for _, c in values)
+            ratio = statistics.median(rw / w for (w, _), rw in zip(values, raw_wall))
+            cpu_ratio = statistics.median(rc / c for (_, c), rc in zip(values, raw_cpu))
+            print(f"{name:24s} {wall / 1e6:6.2f} M tokens/s wall (ratio to raw {ratio:4.2f}) | "
+                  f"{cpu / 1e6:6.2f} M tokens per CPU-second (ratio to raw {cpu_ratio:4.2f})")
 
         tok_path = str(tok.model_path)
         for budget in [0, *args.budgets]:

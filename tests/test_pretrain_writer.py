@@ -107,7 +107,7 @@ def test_reading_stops_once_both_budgets_are_full(tmp_path, tiny_tokenizer):
 
     meta = build_stream(endless(), tmp_path, tiny_tokenizer, max_train_tokens=2000, max_val_tokens=200, val_doc_prob=0.25)
     assert (meta["train_tokens"], meta["val_tokens"]) == (2000, 200)
-    assert next(pulled) <= meta["documents_seen"] + 2 * batch_encode.BATCH_DOCS
+    assert next(pulled) <= meta["documents_seen"] + (batch_encode.ENCODE_AHEAD + 1) * batch_encode.BATCH_DOCS
 
 
 def test_shards_rotate_at_shard_bytes_and_meta_lists_them(tmp_path, tiny_tokenizer):

@@ -14,9 +14,9 @@ Two ways in, one shard writer:
   gutenberg); `shuffle_buffer` is only recorded - the loader shuffles with `datasets`' shuffle(seed, buffer).
 - `build_pretrain_cache_presplit(train_texts, val_texts, ...)`: sources with their own splits (wikitext, roam).
 
-Streaming (batch_encode.py): documents are read in batches, encoded with sentencepiece's C++ threads in
-a worker thread while the main thread reads the next batch and writes the previous one, so memory holds
-~3 batches whatever the budget (shard_writer.py writes and hashes as tokens arrive). Atomic: every shard is written as `shard_NNNNN.bin.tmp` and renamed only when the
+Streaming (batch_encode.py): documents are read in batches and encoded with sentencepiece's C++ threads
+in worker threads while the main thread reads the next batch and writes the previous one, so memory
+holds a few batches whatever the budget (shard_writer.py writes and hashes as tokens arrive). Atomic: every shard is written as `shard_NNNNN.bin.tmp` and renamed only when the
 whole build succeeded, then meta.json is written last; a stale meta.json is removed before anything else,
 so a killed build never leaves a meta.json beside incomplete shards.
 """
