@@ -83,7 +83,7 @@ STREAM_INPUT_SOURCE = {"wiki": "wikitext", "roam": "roam", "primer": "primer_tex
 
 def stream_spec(wildcards):
     s = STREAM_CONFIG_SOURCE[wildcards.source]
-    streams = {k: config["streams"][k] for k in ("doc_separator", "T")}
+    streams = {k: config["streams"][k] for k in ("doc_separator", "T", "enabled_sources", "required_sources")}
     return spec_json({
         "seed": config["seed"], "demo": config["demo"], "streams": streams, "sources": {s: config["sources"][s]},
     })

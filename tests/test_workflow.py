@@ -1,0 +1,166 @@
+"""The Snakemake DAG end to end on the bundled sample data (demo=true), in a scratch copy.
+
+One small build (tiny tokenizer, small sample) is shared by the tests below; each test asserts
+what a user relies on: a second run has nothing to do, changing one value re-runs exactly the jobs
+that depend on it, editing one input file rebuilds only its artifacts, a deleted artifact comes
+back, and the caches are byte-identical whatever -j.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+# Small but real: every rule runs on the sample data through the same code path as the hub.
+SMALL = {
+    "demo": True,
+    "tokenizer": {"vocab_size": 600, "sample_chars": 300_000},
+    "sources": {
+        "fineweb_edu": {"max_train_tokens": 60_000, "max_val_tokens": 4_000, "val_doc_prob": 0.1},
+        "wikitext": {"max_train_tokens": 60_000},
+        "gutenberg": {"enabled": True, "max_train_tokens": 20_000, "max_val_tokens": 2_000, "val_doc_prob": 0.2},
+        "roam": {"demo_root": "notes"},
+    },
+    "pretrain": {"shard_bytes": 40_000},
+    "sft": {"t_max": 256},
+}
+
+
+def make_workdir(dest: Path) -> Path:
+    """A scratch copy of the workflow; sample data linked, the files the tests edit copied."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy(ROOT / name, dest / name)
+    for name in ("rules", "profiles"):
+        shutil.copytree(ROOT / name, dest / name)
+    (dest / "data").mkdir()
+    (dest / "data" / "sample").symlink_to(ROOT / "data" / "sample")
+    for name in ("primer.jsonl", "primer.txt"):
+        shutil.copy(ROOT / "data" / name, dest / "data" / name)
+    shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
+    (dest / "overrides.yaml").write_text(json.dumps(SMALL))
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, extra_config: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", *args]
+    if extra_config:
+        (workdir / "extra.yaml").write_text(json.dumps(extra_config))
+        cmd[6:6] = ["extra.yaml"]  # after overrides.yaml: applied last
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(workdir / ".hf")}
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode != 0:
+        logs = "".join(f"\n--- {p}\n{p.read_text()[-3000:]}" for p in (workdir / "cache" / "logs").rglob("*.log"))
+        pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}{logs}")
+    return proc
+
+
+def planned_jobs(workdir: Path, *args: str, extra_config: dict | None = None) -> dict[str, int]:
+    """rule -> job count that a dry run of cache/all would execute."""
+    out = snakemake(workdir, "-n", "cache/all", *args, extra_config=extra_config).stdout
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:")[1].split("Reasons:")[0] if "Job stats:" in out else out
+    jobs = {}
+    for line in table.splitlines():
+        m = re.match(r"^(\w+)\s+(\d+)\s*$", line.strip())
+        if m and m.group(1) != "total":
+            jobs[m.group(1)] = int(m.group(2))
+    return jobs
+
+
+def artifact_hashes(cache: Path) -> dict[str, str]:
+    skip = ("logs", "benchmarks")
+    return {
+        str(p.relative_to(cache)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(cache.rglob("*"))
+        if p.is_file() and p.relative_to(cache).parts[0] not in skip and p.name != "all"
+    }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    workdir = make_workdir(tmp_path_factory.mktemp("wf"))
+    snakemake(workdir, "-j2", "cache/all")
+    return workdir
+
+
+def test_demo_build_produces_every_artifact(built):
+    cache = built / "cache"
+    assert (cache / "all").exists()
+    for s in ("fineweb_edu", "wikitext", "gutenberg", "roam"):
+        meta = json.loads((cache / "pretrain" / s / "meta.json").read_text())
+        assert meta["train_tokens"] > 0 and meta["val_tokens"] > 0, s
+        assert list((cache / "pretrain" / s / "train").glob("shard_*.bin"))
+    for s in ("dolly15k", "oasst1", "primer"):
+        meta = json.loads((cache / "sft" / s / "meta.json").read_text())
+        assert meta["train_examples"] > 0 and meta["val_examples"] > 0, s
+    for s in ("wiki", "roam", "primer"):
+        for split in ("train", "val"):
+            assert (cache / "streams" / f"{s}_{split}.bin").stat().st_size > 256
+    tok = json.loads((cache / "tokenizer" / "meta.json").read_text())
+    assert tok["vocab_size"] == 604
+
+
+def test_caches_are_byte_identical_at_any_j(built, tmp_path):
+    # runs before the tests below edit inputs of `built`
+    other = make_workdir(tmp_path / "j1")
+    snakemake(other, "-j1", "cache/all")
+    assert artifact_hashes(other / "cache") == artifact_hashes(built / "cache")
+
+
+def test_second_run_has_nothing_to_do(built):
+    assert planned_jobs(built) == {}
+
+
+def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenized(built):
+    jobs = planned_jobs(built, extra_config={"tokenizer": {"vocab_size": 620}})
+    assert jobs.get("tokenizer") == 1
+    assert jobs.get("pretrain") == 4 and jobs.get("sft") == 3
+    assert "streams" not in jobs  # byte streams do not use the tokenizer
+
+
+def test_changing_a_budget_reruns_only_that_source(built):
+    jobs = planned_jobs(built, extra_config={"sources": {"fineweb_edu": {"max_train_tokens": 50_000}}})
+    assert jobs == {"pretrain": 1, "all": 1}
+
+
+def test_editing_the_primer_reruns_only_primer_sft(built):
+    path = built / "data" / "primer.jsonl"
+    original = path.read_text()
+    try:
+        path.write_text(original.replace('"content": "', '"content": "Edited. ', 1))
+        assert planned_jobs(built) == {"sft": 1, "all": 1}
+    finally:
+        path.write_text(original)
+        os.utime(path, (0, 0))  # older than its outputs again
+
+
+def test_editing_one_roam_note_rebuilds_roam_artifacts_only(built):
+    note = sorted((built / "notes").rglob("*.md"))[0]
+    with open(note, "a") as f:
+        f.write("\n- an edit\n")
+    dry = snakemake(built, "-n", "cache/all").stdout
+    assert set(re.findall(r"wildcards: source=(\w+)", dry)) == {"roam"}
+    assert planned_jobs(built) == {"pretrain": 1, "streams": 1, "all": 1}
+    snakemake(built, "-j2", "cache/all")
+    assert planned_jobs(built) == {}
+
+
+def test_deleted_artifact_is_rebuilt_by_cache_all(built):
+    victim = built / "cache" / "sft" / "dolly15k" / "val_idx.npy"
+    victim.unlink()
+    assert planned_jobs(built).get("sft") == 1
+    snakemake(built, "-j2", "cache/all")
+    assert victim.exists()
