@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {name}", flush=True)
         try:
             run()
+        except (OSError, ValueError) as e:  # bad input or no network: the message says what to do
+            print(f"  error: {type(e).__name__}: {e}", file=sys.stderr)
+            failed.append(name)
         except Exception:
             traceback.print_exc()
             failed.append(name)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from niels_gpt.data.types import ChatSample, PretrainSample
+
 PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
 SFT_SOURCES = ("dolly15k", "oasst1", "primer")
 HUB_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "dolly15k", "oasst1")
@@ -33,9 +35,9 @@ FILE_SOURCES = ("roam", "primer", "primer_text")  # primer_text: the byte-stream
 @dataclass
 class PretrainInput:
     kind: Literal["stream", "presplit"]
-    stream: Iterable | None  # Iterable[PretrainSample]
-    train: Iterable | None
-    val: Iterable | None
+    stream: Iterable[PretrainSample] | None
+    train: Iterable[PretrainSample] | None
+    val: Iterable[PretrainSample] | None
     provenance: dict
 
 
@@ -152,7 +154,7 @@ def tokenizer_texts(cfg: dict, source: str) -> Iterator[str]:
         yield sample.text
 
 
-def sft_input(cfg: dict, source: str) -> tuple[Iterator, dict]:
+def sft_input(cfg: dict, source: str) -> tuple[Iterator[ChatSample], dict]:
     """(ChatSample iterator, provenance); each sample's meta["group"] is its split group key."""
     _check(source, SFT_SOURCES, "SFT ")
     s = cfg["sources"][source]
