@@ -10,6 +10,7 @@ import textwrap
 import pytest
 from loader_fixtures import isolated_hf_cache, write_jsonl, write_parquet  # noqa: F401
 
+from niels_gpt.cache.meta import sha256_file
 from niels_gpt.data import hub
 from niels_gpt.data.fineweb_edu import iter_fineweb_edu
 from niels_gpt.data.hub import SourceUnavailableError, open_dataset, resolved_revision
@@ -97,7 +98,7 @@ def test_local_files_read_in_sorted_order_with_sha256(tmp_path):
     out = [s.text for s in iter_fineweb_edu(data_files={"train": str(tmp_path / "*.parquet")}, shuffle=False, provenance=prov)]
     assert out == ["a", "b"]
     assert [os.path.basename(f["path"]) for f in prov["data_files"]] == ["a.parquet", "b.parquet"]
-    assert prov["data_files"][0]["sha256"] == hub.sha256_path(str(tmp_path / "a.parquet"))
+    assert prov["data_files"][0]["sha256"] == sha256_file(tmp_path / "a.parquet")
     assert prov["local"] is True and prov["builder"] == "parquet"
 
 

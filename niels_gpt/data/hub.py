@@ -29,6 +29,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from niels_gpt.cache.meta import sha256_file
+
 # datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
 # are parquet on the hub, except dolly-15k which is one jsonl file)
 BUILDER_BY_EXTENSION = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".jsonl.gz": "json", ".json.gz": "json"}
@@ -110,16 +112,6 @@ def expand_data_files(pattern: str, *, split: str, dataset_id: str) -> list[str]
     return files
 
 
-def sha256_path(path: str) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def open_dataset(
     dataset_id: str,
     config: str | None = None,
@@ -147,7 +139,7 @@ def open_dataset(
         prov.update({
             "local": True,
             "builder": builders[0],
-            "data_files": [{"path": f, "sha256": sha256_path(f)} for f in files],
+            "data_files": [{"path": f, "sha256": sha256_file(f)} for f in files],
             "revision": None,
         })
         return datasets.load_dataset(builders[0], data_files={split: files}, split=split, streaming=streaming)

@@ -186,11 +186,11 @@ def _grouped(samples: Iterable, key: str) -> Iterator:
 
 
 def _primer_samples(path: str, prov: dict) -> Iterator:
-    from niels_gpt.data.hub import sha256_path
+    from niels_gpt.cache.meta import sha256_file
     from niels_gpt.data.primer import load_primer_jsonl
 
     samples = load_primer_jsonl(path)
-    prov.update({"path": str(path), "sha256": sha256_path(path), "num_examples": len(samples)})
+    prov.update({"path": str(path), "sha256": sha256_file(path), "num_examples": len(samples)})
     yield from _grouped(samples, "index")
 
 
