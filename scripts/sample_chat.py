@@ -9,27 +9,70 @@ from __future__ import annotations
 
 from scripts.sample_text import LEXICON, Writer, cap, fix_articles, plural, title_case, verb_ing
 
-CODE_TASKS = [  # (instruction, code) with {f}/{x} placeholders for the function and argument names
-    ("returns the sum of the even numbers in a list",
-     "def {f}({x}):\n    total = 0\n    for value in {x}:\n        if value % 2 == 0:\n            total += value\n    return total"),
-    ("reverses the words in a sentence",
-     "def {f}({x}):\n    return \" \".join(reversed({x}.split()))"),
-    ("counts how often each word appears in a text",
-     "def {f}({x}):\n    counts = {{}}\n    for word in {x}.lower().split():\n        counts[word] = counts.get(word, 0) + 1\n    return counts"),
-    ("checks whether a number is prime",
-     "def {f}({x}):\n    if {x} < 2:\n        return False\n    i = 2\n    while i * i <= {x}:\n        if {x} % i == 0:\n            return False\n        i += 1\n    return True"),
-    ("converts a temperature from Celsius to Fahrenheit",
-     "def {f}({x}):\n    return {x} * 9 / 5 + 32"),
-    ("returns the moving average of a list with a window of 3",
-     "def {f}({x}):\n    out = []\n    for i in range(len({x}) - 2):\n        out.append(sum({x}[i:i + 3]) / 3)\n    return out"),
-    ("finds an item in a sorted list with binary search",
-     "def {f}({x}, target):\n    lo, hi = 0, len({x}) - 1\n    while lo <= hi:\n        mid = (lo + hi) // 2\n        if {x}[mid] == target:\n            return mid\n        if {x}[mid] < target:\n            lo = mid + 1\n        else:\n            hi = mid - 1\n    return -1"),
-    ("reads a text file and returns its non-empty lines",
-     "def {f}({x}):\n    with open({x}, encoding=\"utf-8\") as fh:\n        return [line.rstrip(\"\\n\") for line in fh if line.strip()]"),
-    ("merges two dictionaries, preferring values from the second",
-     "def {f}({x}, other):\n    merged = dict({x})\n    merged.update(other)\n    return merged"),
-    ("returns the largest value in a list without using max()",
-     "def {f}({x}):\n    best = {x}[0]\n    for value in {x}[1:]:\n        if value > best:\n            best = value\n    return best"),
+CODE_TASKS = [  # (what it does, code); {f}/{x} are the function and argument names, {{}} a literal {}
+    ("returns the sum of the even numbers in a list", """\
+def {f}({x}):
+    total = 0
+    for value in {x}:
+        if value % 2 == 0:
+            total += value
+    return total"""),
+    ("reverses the words in a sentence", """\
+def {f}({x}):
+    return " ".join(reversed({x}.split()))"""),
+    ("counts how often each word appears in a text", """\
+def {f}({x}):
+    counts = {{}}
+    for word in {x}.lower().split():
+        counts[word] = counts.get(word, 0) + 1
+    return counts"""),
+    ("checks whether a number is prime", """\
+def {f}({x}):
+    if {x} < 2:
+        return False
+    i = 2
+    while i * i <= {x}:
+        if {x} % i == 0:
+            return False
+        i += 1
+    return True"""),
+    ("converts a temperature from Celsius to Fahrenheit", """\
+def {f}({x}):
+    return {x} * 9 / 5 + 32"""),
+    ("returns the moving average of a list with a window of 3", """\
+def {f}({x}):
+    out = []
+    for i in range(len({x}) - 2):
+        out.append(sum({x}[i:i + 3]) / 3)
+    return out"""),
+    ("finds an item in a sorted list with binary search", """\
+def {f}({x}, target):
+    lo, hi = 0, len({x}) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if {x}[mid] == target:
+            return mid
+        if {x}[mid] < target:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return -1"""),
+    ("reads a text file and returns its non-empty lines", """\
+def {f}({x}):
+    with open({x}, encoding="utf-8") as fh:
+        return [line.rstrip("\\n") for line in fh if line.strip()]"""),
+    ("merges two dictionaries, preferring values from the second", """\
+def {f}({x}, other):
+    merged = dict({x})
+    merged.update(other)
+    return merged"""),
+    ("returns the largest value in a list without using max()", """\
+def {f}({x}):
+    best = {x}[0]
+    for value in {x}[1:]:
+        if value > best:
+            best = value
+    return best"""),
 ]
 FUNC_NAMES = "solve helper compute process handle run transform check".split()
 ARG_NAMES = "items values data numbers xs text path seq".split()

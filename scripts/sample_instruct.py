@@ -91,14 +91,17 @@ def dolly_row(w: Writer, category: str) -> dict:
         if w.rng.random() < 0.5:
             instruction = w.fill(w.pick(["Give me some ideas for a weekend project about {ns}.",
                                          "What are fun ways to learn about {field} with kids?"]), topic)
-            response = "\n".join(f"- {w.fill(w.pick(['{Gv} a {n} and {gv2} the result.', 'Visit a {a} {n} in {place}.', 'Keep a diary of {ns} you {gv}.', 'Ask a {role} to show you how to {v} a {n}.']), topic)}" for _ in range(w.rng.randint(3, 6)))
+            ideas = ["{Gv} a {n} and {gv2} the result.", "Visit a {a} {n} in {place}.",
+                     "Keep a diary of {ns} you {gv}.", "Ask a {role} to show you how to {v} a {n}."]
+            response = "\n".join(f"- {w.fill(w.pick(ideas), topic)}" for _ in range(w.rng.randint(3, 6)))
     else:  # creative_writing
         if w.rng.random() < 0.5:
             instruction = w.fill("Write a short poem about {ns}.", topic)
             response = chat.poem(w, topic)
         else:
             instruction = f"Write the opening of a story called \"{chat.story_title(w, topic)}\"."
-            cast = [{"name": w.pick(w.names.first), "pron": "she", "poss": "her"}, {"name": w.pick(w.names.first), "pron": "he", "poss": "his"}]
+            cast = [{"name": w.pick(w.names.first), "pron": "she", "poss": "her"},
+                    {"name": w.pick(w.names.first), "pron": "he", "poss": "his"}]
             response = "\n\n".join(prose.fiction_paragraph(w, cast, topic) for _ in range(w.rng.randint(2, 4)))
     return {"instruction": instruction, "context": context, "response": response, "category": category}
 

@@ -21,7 +21,8 @@ IRREGULAR_PLURALS = {
     "vertebra": "vertebrae", "formula": "formulas", "quiz": "quizzes",
 }
 IRREGULAR_VERBS = {  # base: (past, past participle)
-    "write": ("wrote", "written"), "grow": ("grew", "grown"), "build": ("built", "built"), "breed": ("bred", "bred"), "feed": ("fed", "fed"),
+    "write": ("wrote", "written"), "grow": ("grew", "grown"), "build": ("built", "built"),
+    "breed": ("bred", "bred"), "feed": ("fed", "fed"),
     "find": ("found", "found"), "make": ("made", "made"), "take": ("took", "taken"),
     "choose": ("chose", "chosen"), "shine": ("shone", "shone"), "sing": ("sang", "sung"),
     "teach": ("taught", "taught"), "learn": ("learned", "learned"), "hold": ("held", "held"),
@@ -340,7 +341,8 @@ class Writer:
             "surname": lambda: self.pick(self.names.last), "place": lambda: self.pick(self.names.places),
             "country": lambda: self.pick(self.names.countries), "org": lambda: self.names.org(self.pick(lx["fields"])),
             "year": lambda: str(self.year()), "decade": lambda: f"{r.randint(150, 201) * 10}s",
-            "span": self.span, "dur": self.duration, "num": self.number, "bignum": lambda: f"{r.randint(800, 2_500_000):,}", "qty": self.quantity,
+            "span": self.span, "dur": self.duration, "num": self.number, "qty": self.quantity,
+            "bignum": lambda: f"{r.randint(800, 2_500_000):,}",
             "pct": lambda: f"{r.randint(2, 98)}%", "date": self.date, "month": lambda: self.pick(lex.MONTHS),
             "small": lambda: self.pick(["two", "three", "four", "five", "six"]), "money": self.money,
             "object": lambda: self.pick(lex.OBJECTS), "animal": lambda: self.pick(lex.ANIMALS),

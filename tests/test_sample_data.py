@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from scripts import make_sample_data as msd
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `scripts` is a top-level folder, not part of the installed package
+
+from scripts import make_sample_data as msd  # noqa: E402
 SAMPLE = ROOT / "data" / "sample"
 
 STR, F64, I64, I32, BOOL = pa.string(), pa.float64(), pa.int64(), pa.int32(), pa.bool_()
