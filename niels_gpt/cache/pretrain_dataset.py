@@ -117,20 +117,21 @@ class PretrainTokenStreamDataset:
         if B < 1:
             raise ValueError(f"B must be >= 1, got {B}")
         shard, start = self.draw_windows(B, generator)
-        if self._xy.shape[1] != B:
-            self._rows = np.empty((B, self.T + 1), dtype=self._xy.dtype)
-            self._xy = np.empty((2, B, self.T), dtype=self._xy.dtype)
-        if len(self._windows) == 1:
-            rows = self._windows[0][start]
+        xy = self._xy
+        if xy.shape[1] != B:
+            self._rows = np.empty((B, self.T + 1), dtype=xy.dtype)
+            self._xy = xy = np.empty((2, B, self.T), dtype=xy.dtype)
+        windows = self._windows
+        if len(windows) == 1:
+            rows = windows[0][start]
         else:
             rows = self._rows
-            for k in np.unique(shard):
+            for k in np.flatnonzero(np.bincount(shard, minlength=len(windows))):
                 picked = np.flatnonzero(shard == k)
-                rows[picked] = self._windows[k][start[picked]]  # one vectorized gather per shard
-        self._xy[0] = rows[:, :-1]
-        self._xy[1] = rows[:, 1:]
-        xy = torch.from_numpy(self._xy).to(self.device, torch.int64)
-        return xy[0], xy[1]
+                rows[picked] = windows[k][start[picked]]  # one vectorized gather per shard
+        xy[0] = rows[:, :-1]
+        xy[1] = rows[:, 1:]
+        return torch.from_numpy(xy).to(self.device, torch.int64).unbind(0)
 
     def __repr__(self) -> str:
         return (
