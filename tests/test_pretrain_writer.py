@@ -94,6 +94,8 @@ def test_presplit_budgets_are_exact(tmp_path, tiny_tokenizer):
     )
     assert meta["train_tokens"] == len(split_tokens(tmp_path, "train")) == 777
     assert meta["val_tokens"] == 0 and list_shards(tmp_path / "val") == []
+    with pytest.raises(ValueError, match="holds 0 tokens"):
+        PretrainTokenStreamDataset(tmp_path / "val", T=4)
 
 
 def test_reading_stops_once_both_budgets_are_full(tmp_path, tiny_tokenizer):

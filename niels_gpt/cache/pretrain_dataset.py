@@ -80,12 +80,17 @@ class PretrainTokenStreamDataset:
         self.T = T
         self.device = torch.device(device)
         self.shard_paths = list_shards(self.shards_dir)
+        self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
+        if not self.shard_paths and self.meta is not None:
+            raise ValueError(
+                f"{self.shards_dir}: this split of the cache holds 0 tokens (see {self.shards_dir.parent}/meta.json); "
+                "raise its token budget or val_doc_prob, or give the source more data, and rebuild"
+            )
         if not self.shard_paths:
             raise FileNotFoundError(
                 f"{self.shards_dir}: no shard_*.bin files; build the cache first "
                 "(`python -m niels_gpt.cache.cli build-pretrain --source ...` or `snakemake -j4 cache/all`)"
             )
-        self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
         self.maps = [open_tokens(p) for p in self.shard_paths]  # persistent read-only memmaps
         self.shard_tokens = [len(m) for m in self.maps]
         self.n_tokens = sum(self.shard_tokens)

@@ -125,6 +125,14 @@ def source_meta(*, dataset_name, dataset_config, provenance) -> dict:
     }
 
 
+def presplit_rule(provenance: dict) -> str:
+    """PRESPLIT_RULE plus the source's own split names / rule when the loader recorded them."""
+    names = [f"{split} = source split {provenance[split]['split']!r}" for split in ("train", "val")
+             if isinstance(provenance.get(split), dict) and "split" in provenance[split]]
+    details = names + ([provenance["split_rule"]] if provenance.get("split_rule") else [])
+    return PRESPLIT_RULE + (f" ({'; '.join(details)})" if details else "")
+
+
 def base_meta(*, tokenizer, seed, shard_bytes) -> dict:
     """Fields every pretrain meta.json carries, built or not (tokenizer None when not built)."""
     return {
@@ -222,10 +230,8 @@ def build_pretrain_cache_presplit(
     }
     meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
-    extra = (provenance or {}).get("split_rule")
     meta.update(
-        split_rule=PRESPLIT_RULE + (f" ({extra})" if extra else ""), val_doc_prob=None, shuffle_buffer=shuffle_buffer,
-        max_train_tokens=max_train_tokens, max_val_tokens=max_val_tokens,
+        val_doc_prob=None, shuffle_buffer=shuffle_buffer, max_train_tokens=max_train_tokens, max_val_tokens=max_val_tokens,
     )
 
     def fill() -> dict:
@@ -241,7 +247,7 @@ def build_pretrain_cache_presplit(
                     w.n_documents += int(np.searchsorted(starts, written, side="left"))  # docs begun
                     if w.full:
                         break
-        return {}
+        return {"split_rule": presplit_rule(provenance or {})}  # after reading: loaders fill provenance late
 
     return _run(out, writers, fill, meta, source)
 
