@@ -2,7 +2,8 @@
 # a seeded, size-capped sample of the enabled pretrain sources, or adopted from tokenizer.model_path.
 # Inputs are the config values in params.spec (which sources, which datasets, which sizes), not the
 # sample files' contents: retraining the tokenizer invalidates every cache, so editing a note does
-# not do it (force with `snakemake -R tokenizer`).
+# not do it (force with `snakemake -R tokenizer`). Trainer threads come from tokenizer.num_threads,
+# not from -j: the unigram trainer's result depends on its thread count.
 
 
 rule tokenizer:
@@ -14,11 +15,11 @@ rule tokenizer:
     params:
         spec=tokenizer_spec(),
         format_version=FORMAT_VERSION,
-    threads: 2
+    threads: config["tokenizer"]["num_threads"]
     log:
         f"{CACHE}/logs/tokenizer.log",
     benchmark:
         f"{CACHE}/benchmarks/tokenizer.tsv"
     shell:
         "{PY} -m niels_gpt.cache.cli build-tokenizer --out-dir $(dirname {output.model})"
-        " --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        " --spec {params.spec:q} > {log} 2>&1"

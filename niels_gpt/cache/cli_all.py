@@ -21,7 +21,6 @@ def register(sub) -> None:
     )
     p.add_argument("--cache-dir", default=None, help="output root (default: config cache_dir, 'cache')")
     p.add_argument("--retrain-tokenizer", action="store_true", help="train the tokenizer even if one exists")
-    p.add_argument("--num-threads", type=int, default=os.cpu_count() or 2, help="encoder threads (default: %(default)s)")
     add_config_file_flag(p)
     add_config_flag(p, "--demo", "demo", help="read the bundled offline sample data")
     add_config_flag(p, "--seed", "seed", type=int)
@@ -40,7 +39,7 @@ def run(args, parser) -> int:
     started = time.time()
     model = os.path.join(root, "tokenizer", "spm.model")
     if args.retrain_tokenizer or not os.path.exists(model):
-        build_tokenizer(cfg, os.path.join(root, "tokenizer"), num_threads=args.num_threads)
+        build_tokenizer(cfg, os.path.join(root, "tokenizer"))
     else:
         print(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
     for source in PRETRAIN_SOURCES:

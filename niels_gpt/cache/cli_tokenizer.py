@@ -13,7 +13,6 @@ def register(sub) -> None:
         "fallback) on a seeded, size-capped sample of the enabled pretrain sources, or adopt --model-path.",
     )
     p.add_argument("--out-dir", default="cache/tokenizer", help="output folder (default: %(default)s)")
-    p.add_argument("--num-threads", type=int, default=2, help="SentencePiece trainer threads (default: %(default)s)")
     add_config_file_flag(p)
     add_config_flag(p, "--demo", "demo", help="read the bundled offline sample data")
     add_config_flag(p, "--seed", "seed", type=int)
@@ -21,6 +20,7 @@ def register(sub) -> None:
     add_config_flag(p, "--model-type", "tokenizer.model_type", choices=["unigram", "bpe"])
     add_config_flag(p, "--character-coverage", "tokenizer.character_coverage", type=float)
     add_config_flag(p, "--sample-chars", "tokenizer.sample_chars", type=int, help="cap on training characters")
+    add_config_flag(p, "--num-threads", "tokenizer.num_threads", type=int, help="trainer threads (part of the result)")
     add_config_flag(p, "--model-path", "tokenizer.model_path", type=str, help="adopt this .model instead of training")
     for source in ("fineweb_edu", "wikitext", "gutenberg", "roam"):
         flag = "--" + source.replace("_", "-")
@@ -32,5 +32,5 @@ def run(args, parser) -> int:
     from niels_gpt.cache.tokenizer_job import build_tokenizer
 
     cfg = resolve_config(args, parser)
-    build_tokenizer(cfg, args.out_dir, num_threads=args.num_threads)
+    build_tokenizer(cfg, args.out_dir)
     return 0

@@ -56,7 +56,7 @@ def _remove_outputs(out_dir: Path) -> None:
     (out_dir / MODEL_NAME).unlink(missing_ok=True)
 
 
-def build_tokenizer(cfg: dict, out_dir: str | os.PathLike, *, num_threads: int = 2) -> dict:
+def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     """Train (or adopt) the tokenizer into `out_dir`; returns the meta it wrote."""
     from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
 
@@ -90,7 +90,7 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike, *, num_threads: int =
             vocab_size=tcfg["vocab_size"],
             model_type=tcfg["model_type"],
             character_coverage=tcfg["character_coverage"],
-            num_threads=num_threads,
+            num_threads=tcfg["num_threads"],
         )
         trained_on = {
             "sources": stats,
