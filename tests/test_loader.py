@@ -1,0 +1,194 @@
+"""MixedLoader: deterministic batches, exact resume, rank sharding, mixture shares, guards (SPEC section 10)."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import numpy as np
+import pytest
+import torch
+from conftest import tiny_corpus
+from sft_chats import random_chats
+
+from niels_gpt.batching import StreamBatcher
+from niels_gpt.cache.build_cache import build_pretrain_cache, build_sft_cache
+from niels_gpt.cache.loader import Batch, MixedLoader, derive_seed, splitmix64
+from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.cache.pretrain_writer import write_not_built_meta
+from niels_gpt.cache.sft_dataset import SFTExampleDataset
+from niels_gpt.cache.sft_mix import MixedSFTBatches
+
+PRETRAIN_P = {"fineweb_edu": 0.6, "wikitext": 0.3, "gutenberg": 0.1}
+SFT_P = {"primer": 0.10, "oasst1": 0.70, "dolly15k": 0.20}
+T, B = 16, 8
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tiny_tokenizer, tmp_path_factory):
+    root = tmp_path_factory.mktemp("loader_cache")
+    for k, name in enumerate(PRETRAIN_P):
+        build_pretrain_cache(tiny_corpus(40, seed=k), str(root / "pretrain" / name), tokenizer=tiny_tokenizer,
+                             max_train_tokens=4_000, max_val_tokens=500, shard_bytes=2_000, seed=0,
+                             shuffle_buffer=None, val_doc_prob=0.1, num_threads=1)  # fmt: skip
+    write_not_built_meta(str(root / "pretrain" / "roam"), reason="disabled in config", dataset_name=None,
+                         dataset_config=None, seed=0, shard_bytes=2_000)  # fmt: skip
+    for k, name in enumerate(SFT_P):
+        build_sft_cache(random_chats(30, seed=k), str(root / "sft" / name), tokenizer=tiny_tokenizer,
+                        val_frac=0.1, seed=0, source=name)  # fmt: skip
+    return root
+
+
+def pretrain(cache_dir, **kw):
+    kw = {"p": PRETRAIN_P, "T": T, "B": B, "seed": 7, **kw}
+    return MixedLoader.pretrain(cache_dir, "train", **kw)
+
+
+def take(loader, n):
+    return [next(loader) for _ in range(n)]
+
+
+def same(a: Batch, b: Batch) -> bool:
+    pairs = [(a.x, b.x), (a.y, b.y), (a.source, b.source)]
+    if a.y_masked is not None or b.y_masked is not None:
+        pairs.append((a.y_masked, b.y_masked))
+    return a.step == b.step and all(torch.equal(s, t) for s, t in pairs)
+
+
+def test_splitmix64_and_derive_seed_are_pinned():
+    # splitmix64's published first two outputs from state 0; derived seeds are part of the resume contract
+    assert splitmix64(0) == 0xE220A8397B1DCDAF and splitmix64(0x9E3779B97F4A7C15) == 0x6E789E6AA1B965F4
+    assert [derive_seed(42, s, r) for s, r in [(0, 0), (1, 0), (0, 1), (10**6, 7)]] == [
+        854689982, 2145168321, 854689983, 1498644627]  # fmt: skip
+    seeds = {derive_seed(42, s, r) for s in range(2_000) for r in range(4)}
+    assert len(seeds) == 8_000 and max(seeds) < 2**32
+
+
+def test_same_seed_gives_same_batches_and_other_seed_differs(cache_dir):
+    a, b = take(pretrain(cache_dir), 6), take(pretrain(cache_dir), 6)
+    assert all(same(s, t) for s, t in zip(a, b))
+    assert [x.step for x in a] == list(range(6))
+    assert len({tuple(x.x.flatten().tolist()) for x in a}) == 6  # every step is a new batch
+    c = take(pretrain(cache_dir, seed=8), 6)
+    assert not any(torch.equal(s.x, t.x) for s, t in zip(a, c))
+
+
+def test_batch_is_draw_sources_then_each_source_in_name_order(cache_dir, tiny_tokenizer):
+    loader = MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=64, seed=3)
+    datasets = {n: SFTExampleDataset.from_cache_dir(cache_dir / "sft" / n, T=T) for n in SFT_P}
+    want = MixedSFTBatches(datasets, SFT_P).get_batch(
+        B=64, generator=torch.Generator().manual_seed(derive_seed(3, 4, 0)), return_sources=True)  # fmt: skip
+    got = loader.batch_at(4)
+    assert all(torch.equal(g, w) for g, w in zip((got.x, got.y, got.y_masked, got.source), want[:4]))
+    assert loader.names == want[4] == sorted(SFT_P)
+
+
+def test_resume_from_state_yields_exactly_the_next_batches(cache_dir):
+    original = pretrain(cache_dir)
+    take(original, 5)
+    state = json.loads(json.dumps(original.state_dict()))  # states survive a JSON round trip
+    assert state["step"] == 5
+    expected = take(original, 3)
+    resumed = pretrain(cache_dir)
+    resumed.load_state_dict(state)
+    assert all(same(s, t) for s, t in zip(take(resumed, 3), expected))
+    assert resumed.state_dict() == original.state_dict()
+
+
+def test_ranks_differ_and_each_rank_is_reproducible(cache_dir):
+    r0 = take(pretrain(cache_dir, rank=0, world_size=2), 4)
+    r1 = take(pretrain(cache_dir, rank=1, world_size=2), 4)
+    assert not any(torch.equal(a.x, b.x) for a, b in zip(r0, r1))
+    assert all(same(a, b) for a, b in zip(r1, take(pretrain(cache_dir, rank=1, world_size=2), 4)))
+    # a rank's stream does not depend on world_size: rank 0 of 2 == the single-process run
+    assert all(same(a, b) for a, b in zip(r0, take(pretrain(cache_dir), 4)))
+
+
+def test_rank_may_differ_when_loading_a_state(cache_dir):
+    saver = pretrain(cache_dir, rank=0, world_size=2)
+    take(saver, 3)
+    other = pretrain(cache_dir, rank=1, world_size=2)
+    other.load_state_dict(saver.state_dict())
+    assert other.rank == 1 and same(next(other), pretrain(cache_dir, rank=1, world_size=2).batch_at(3))
+
+
+@pytest.mark.parametrize("rank, world_size", [(-1, 2), (2, 2), (0, 0), (1.0, 2)])
+def test_invalid_rank_is_refused(cache_dir, rank, world_size):
+    with pytest.raises(ValueError, match="rank|world_size"):
+        pretrain(cache_dir, rank=rank, world_size=world_size)
+
+
+def test_source_shares_follow_p(cache_dir):
+    loader = pretrain(cache_dir, B=500)
+    src = torch.cat([b.source for b in take(loader, 20)])
+    for k, name in enumerate(loader.names):
+        assert abs((src == k).float().mean().item() - PRETRAIN_P[name]) < 0.02, name
+
+
+@pytest.mark.parametrize("change", [{"seed": 8}, {"B": 4}, {"world_size": 3}, {"p": {"fineweb_edu": 1.0}},
+                                    {"version": 0}, {"T": 32}])  # fmt: skip
+def test_mismatched_state_is_refused(cache_dir, change):
+    state = {**pretrain(cache_dir).state_dict(), **change}
+    key = next(iter(change))
+    with pytest.raises(ValueError, match=f"refusing to resume.*{key}: state has"):
+        pretrain(cache_dir).load_state_dict(state)
+
+
+def test_zero_weights_are_ignored_and_not_built_sources_refused_only_with_weight(cache_dir):
+    with_roam = pretrain(cache_dir, p={**PRETRAIN_P, "roam": 0.0})
+    assert with_roam.names == sorted(PRETRAIN_P)
+    assert same(with_roam.batch_at(2), pretrain(cache_dir).batch_at(2))
+    pretrain(cache_dir).load_state_dict(with_roam.state_dict())
+    not_built = r"source 'roam' has weight 0.1 but its cache was not built \(disabled in config\)"
+    with pytest.raises(ValueError, match=not_built):
+        pretrain(cache_dir, p={"fineweb_edu": 0.9, "roam": 0.1})
+
+
+def test_arity_mismatch_is_refused(cache_dir):
+    sources = {"fineweb_edu": PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T),
+               "dolly15k": SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T)}  # fmt: skip
+    arity = r"all return \(x, y\) or all \(x, y, y_masked\).*'dolly15k': 3.*'fineweb_edu': 2"
+    with pytest.raises(ValueError, match=arity):
+        MixedLoader(sources, p={"fineweb_edu": 0.5, "dolly15k": 0.5}, B=B, seed=0)
+
+
+def test_different_T_is_refused(cache_dir):
+    sources = {"a": PretrainTokenStreamDataset(cache_dir / "pretrain/wikitext/train", T=T),
+               "b": PretrainTokenStreamDataset(cache_dir / "pretrain/gutenberg/train", T=T + 1)}  # fmt: skip
+    with pytest.raises(ValueError, match="same T and device"):
+        MixedLoader(sources, p={"a": 0.5, "b": 0.5}, B=B, seed=0)
+
+
+def test_sft_mixture_has_y_masked_with_a_target_in_every_row(cache_dir):
+    for batch in take(MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=64, seed=1), 5):
+        assert batch.y_masked is not None and batch.y_masked.shape == (64, T)
+        assert ((batch.y_masked != -100).sum(1) > 0).all()
+        active = batch.y_masked != -100
+        assert torch.equal(batch.y_masked[active], batch.y[active])
+
+
+def test_byte_stream_batchers_are_sources():
+    rng = np.random.default_rng(0)
+    sources = {name: StreamBatcher({name: rng.integers(0, 256, 500, dtype=np.uint8)}, p={name: 1.0}, T=T)
+               for name in ("wiki", "roam")}  # fmt: skip
+    a = take(MixedLoader(sources, p={"wiki": 0.8, "roam": 0.2}, B=B, seed=0), 3)
+    b = take(MixedLoader(sources, p={"wiki": 0.8, "roam": 0.2}, B=B, seed=0), 3)
+    assert all(same(s, t) for s, t in zip(a, b)) and a[0].y_masked is None
+    assert torch.equal(a[0].y[:, :-1], a[0].x[:, 1:])
+
+
+def test_tokenizer_mismatch_error_reaches_the_user_unchanged(cache_dir, tiny_tokenizer):
+    other = types.SimpleNamespace(sha256="0" * 64, model_path="other.model", special_ids=tiny_tokenizer.special_ids)
+    for kind, build_one in (
+        ("pretrain", lambda: PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T,
+                                                         tokenizer=other)),
+        ("sft", lambda: SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T, tokenizer=other)),
+    ):  # fmt: skip
+        with pytest.raises(ValueError) as direct:
+            build_one()
+        make = getattr(MixedLoader, kind)
+        p = {"fineweb_edu": 1.0} if kind == "pretrain" else {"dolly15k": 1.0}
+        with pytest.raises(ValueError) as via_loader:
+            make(cache_dir, p=p, T=T, B=B, seed=0, tokenizer=other)
+        assert str(via_loader.value) == str(direct.value) and "sha256" in str(direct.value)
+    assert MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=B, seed=0, tokenizer=tiny_tokenizer).names == sorted(SFT_P)
