@@ -2,16 +2,19 @@
 
 (a) Throughput. Reference: `encode_batch` of the same documents with every core and nothing written
 (the whole pool in one call, and in 256-document batches; the best of the two counts). Candidates:
-`build_pretrain_cache` over the same documents (single-stream rule, unlimited budgets, shards written),
-with the overlapped pipeline it ships (`batch_encode.encoded_batches`) and with a serial one (read,
-encode, write, in turn), at several batch sizes (--batch-docs; 4 KiB of text per document cap). Rates are tokens of the documents (eot excluded) per wall second and per
-CPU second of the process (all threads; the CPU ratio is the build's overhead, and holds up when the
-shared machine is busy, the wall ratio does not); reference and candidates are interleaved over
-several rounds in one process; per-round ratios, medians.
+`build_pretrain_cache` over the same documents (single-stream rule, unlimited budgets, shards
+written) with the overlapped pipeline it ships (`batch_encode.encoded_batches`) and with a serial one
+(read, encode, write, in turn); from the in-memory list, and from a loader-like generator
+(normalize_text + PretrainSample per document, what the real loaders add on the reading side);
+--batch-docs sweeps the batch size (4 KiB of text per document cap). Rates are document tokens (eot
+excluded) per wall second and per CPU second of the process (all threads: the CPU ratio is the
+build's overhead and holds up when the shared machine is busy, the wall ratio does not). Reference
+and candidates are interleaved over several rounds in one process; per-round ratios, medians.
 
 (b) Memory. Each budget is built in a fresh subprocess from an endless stream (the document pool,
-cycled), which reports its own peak RSS (VmHWM; ru_maxrss is inherited from the parent); budget 0 gives the fixed cost of the imports
-and the tokenizer. Flat means the same peak for 10 M and 100 M tokens.
+cycled) that reports its own peak RSS (VmHWM: Linux carries ru_maxrss over from the parent through
+fork+exec); budget 0 is the fixed cost of the imports and the tokenizer. Flat = the same peak for
+10 M and 100 M tokens.
 
 Documents come from a seeded generator of pseudo-words (no hub); the tokenizer is
 cache/tokenizer/spm.model if it exists, else one trained here on generated text (16,000 pieces).
@@ -34,6 +37,8 @@ import time
 from pathlib import Path
 
 from niels_gpt.cache import batch_encode, pretrain_writer
+from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.types import PretrainSample
 from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
 
 SYLLABLES = "ka lo mi ne ru sa te vi do pa re shi an el or um ist ing tion ber gar lin mon pel qua ros tur wen zor".split()
@@ -62,6 +67,12 @@ def tokenizer_for(workdir: Path) -> SentencePieceTokenizer:
     if PROJECT_TOKENIZER.exists():
         return SentencePieceTokenizer(PROJECT_TOKENIZER)
     return train_sentencepiece(documents(2000, seed=99), workdir / "spm.model", vocab_size=16_000, num_threads=2)
+
+
+def loader_like(docs: list[str]):
+    """The documents as the loaders yield them: normalize_text + PretrainSample, one at a time."""
+    for i, text in enumerate(docs):
+        yield PretrainSample(normalize_text(text), "bench", {"index": i})
 
 
 def serial_encoded_batches(tokenizer, texts, wanted_chars, num_threads):
@@ -129,7 +140,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--docs", type=int, default=3000, help="documents in the pool (~4.4 KB each)")
-    ap.add_argument("--batch-docs", type=int, nargs="+", default=[256, 1024], help="documents per encode_batch call")
+    ap.add_argument("--batch-docs", type=int, nargs="+", default=[256], help="documents per encode_batch call")
     ap.add_argument("--budgets", type=int, nargs="*", default=[10_000_000, 100_000_000], help="train budgets for RSS")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--tokenizer", default=None, help=argparse.SUPPRESS)
@@ -146,8 +157,9 @@ def main() -> None:
         print(f"tokenizer {tok!r}; {len(docs):,} documents, {sum(map(len, docs)) / 1e6:.1f} M chars, {n_tokens:,} tokens")
         candidates = {"raw encode_batch": lambda: raw_encode(tok, docs)}
         for k in args.batch_docs:
-            candidates[f"build overlapped {k}"] = lambda k=k: build(tok, docs, tmp / "a", batch_encode.encoded_batches, k)
-            candidates[f"build serial {k}"] = lambda k=k: build(tok, docs, tmp / "b", serial_encoded_batches, k)
+            for label, pipeline in (("overlapped", batch_encode.encoded_batches), ("serial", serial_encoded_batches)):
+                candidates[f"build {label} {k}"] = lambda k=k, p=pipeline: build(tok, docs, tmp / "a", p, k)
+                candidates[f"build {label} {k} loader"] = lambda k=k, p=pipeline: build(tok, loader_like(docs), tmp / "a", p, k)
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
         for _ in range(args.rounds):
             for name, run in candidates.items():
@@ -159,7 +171,7 @@ def main() -> None:
             cpu = statistics.median(n_tokens / c for _, c in values)
             ratio = statistics.median(rw / w for (w, _), rw in zip(values, raw_wall))
             cpu_ratio = statistics.median(rc / c for (_, c), rc in zip(values, raw_cpu))
-            print(f"{name:24s} {wall / 1e6:6.2f} M tokens/s wall (ratio to raw {ratio:4.2f}) | "
+            print(f"{name:28s} {wall / 1e6:6.2f} M tokens/s wall (ratio to raw {ratio:4.2f}) | "
                   f"{cpu / 1e6:6.2f} M tokens per CPU-second (ratio to raw {cpu_ratio:4.2f})")
 
         tok_path = str(tok.model_path)
