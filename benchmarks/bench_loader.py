@@ -1,0 +1,110 @@
+"""MixedLoader overhead per batch vs calling the datasets directly (B=32, T=1024 by default).
+
+Two comparisons, each timed as microseconds per batch:
+  single: `ds.get_batch(B, generator=g)` with one long-lived generator (the reference a training loop
+          without MixedLoader would write) vs `next(MixedLoader({"a": ds}, p={"a": 1.0}, ...))`, which
+          adds a fresh generator per step (derive_seed + manual_seed) and a draw_sources call;
+  mixed:  a reference mixture written here (draw_sources, one get_batch per source in name order, rows
+          scattered back, one long-lived generator: what MixedPretrainBatches does) vs a 3-source
+          MixedLoader (the same draws plus the per-step generator).
+Data: synthetic uint16 shards (random ids < 16,004) in a temporary folder, page cache warmed first.
+Reference and candidate are interleaved in one process over several rounds; medians and ratios.
+
+    python benchmarks/bench_loader.py [--B 32] [--T 1024] [--rounds 7] [--seconds 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from niels_gpt.cache.loader import MixedLoader, derive_seed
+from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.sampling import draw_sources
+
+VOCAB = 16_004  # the pipeline's default tokenizer: 16,000 pieces + 4 specials
+MIX = {"fineweb_edu": 0.6, "gutenberg": 0.1, "wikitext": 0.3}
+
+
+def reference_mixed_batch(datasets: dict, p: dict, *, B: int, T: int, generator: torch.Generator):
+    """The mixture contract with one long-lived generator and no per-step seeding."""
+    names, idx = draw_sources(p, B, generator)
+    x = torch.empty((B, T), dtype=torch.int64)
+    y = torch.empty_like(x)
+    for k, name in enumerate(names):
+        rows = torch.nonzero(idx == k).squeeze(1)
+        if len(rows):
+            x[rows], y[rows] = datasets[name].get_batch(B=len(rows), generator=generator)
+    return x, y
+
+
+def us_per_call(fn, seconds: float) -> float:
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return 1e6 * elapsed / n
+
+
+def write_split(folder: Path, tokens: int, seed: int) -> Path:
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    rng.integers(0, VOCAB, tokens, dtype=np.uint16).astype("<u2").tofile(folder / "shard_00000.bin")
+    (folder / "shard_00000.bin").read_bytes()  # warm the page cache
+    return folder
+
+
+def compare(label: str, ref, new, rounds: int, seconds: float) -> None:
+    refs, news, ratios = [], [], []
+    for _ in range(rounds):
+        r, c = us_per_call(ref, seconds), us_per_call(new, seconds)
+        refs.append(r)
+        news.append(c)
+        ratios.append(c / r)
+    r, c = statistics.median(refs), statistics.median(news)
+    print(f"{label:6s}: reference {r:8.1f} us/batch | MixedLoader {c:8.1f} us/batch | overhead {c - r:+7.1f} us | "
+          f"ratio {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--T", type=int, default=1024)
+    ap.add_argument("--B", type=int, default=32)
+    ap.add_argument("--tokens", type=int, default=5_000_000, help="tokens per source (one shard each)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--seconds", type=float, default=0.5, help="time per implementation per round")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    B, T = args.B, args.T
+
+    with tempfile.TemporaryDirectory(prefix="bench_loader_") as tmp:
+        datasets = {name: PretrainTokenStreamDataset(write_split(Path(tmp) / name, args.tokens, k), T=T)
+                    for k, name in enumerate(MIX)}  # fmt: skip
+        print(f"B={B} T={T}, {len(MIX)} sources of {args.tokens:,} tokens; torch threads 1; "
+              f"{args.rounds} rounds x {args.seconds}s each")  # fmt: skip
+
+        ds = datasets["fineweb_edu"]
+        g = torch.Generator().manual_seed(0)
+        single = MixedLoader({"fineweb_edu": ds}, p={"fineweb_edu": 1.0}, B=B, seed=0)
+        compare("single", lambda: ds.get_batch(B=B, generator=g), lambda: next(single), args.rounds, args.seconds)
+
+        g_mix = torch.Generator().manual_seed(0)
+        mixed = MixedLoader(datasets, p=MIX, B=B, seed=0)
+        batch = mixed.batch_at(0)
+        g0 = torch.Generator().manual_seed(derive_seed(0, 0, 0))
+        want = reference_mixed_batch(datasets, MIX, B=B, T=T, generator=g0)
+        assert torch.equal(batch.x, want[0]) and torch.equal(batch.y, want[1]), "batch 0 differs from the reference"
+        compare("mixed", lambda: reference_mixed_batch(datasets, MIX, B=B, T=T, generator=g_mix), lambda: next(mixed),
+                args.rounds, args.seconds)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
