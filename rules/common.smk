@@ -22,6 +22,7 @@ CACHE = config["cache_dir"]
 STREAM_SOURCES = config["streams"]["enabled_sources"]
 TOKENIZER_MODEL = f"{CACHE}/tokenizer/spm.model"
 ALL_FLAG = f"{CACHE}/all"
+SFT_FILES = ("train_tokens.bin", "train_idx.npy", "val_tokens.bin", "val_idx.npy", "meta.json")
 
 # Keys of a pretrain source that decide which text the tokenizer samples (budgets do not).
 TOKENIZER_SOURCE_KEYS = (
@@ -93,11 +94,13 @@ def stream_inputs(wildcards):
     return source_files(STREAM_INPUT_SOURCE[wildcards.source])
 
 
+# Every declared output of every job behind cache/all (not just the meta.json files), so that the
+# flag check below notices any one of them missing.
 ALL_TARGETS = (
     [TOKENIZER_MODEL, f"{CACHE}/tokenizer/meta.json"]
-    + [f"{CACHE}/pretrain/{s}/meta.json" for s in PRETRAIN_SOURCES]
-    + [f"{CACHE}/sft/{s}/meta.json" for s in SFT_SOURCES]
-    + [f"{CACHE}/streams/{s}_{split}.bin" for s in STREAM_SOURCES for split in ("train", "val")]
+    + [f"{CACHE}/pretrain/{s}/{name}" for s in PRETRAIN_SOURCES for name in ("train", "val", "meta.json")]
+    + [f"{CACHE}/sft/{s}/{name}" for s in SFT_SOURCES for name in SFT_FILES]
+    + [f"{CACHE}/streams/{s}_{split}{ext}" for s in STREAM_SOURCES for split in ("train", "val") for ext in (".bin", ".meta.json")]
 )
 
 # Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed

@@ -17,10 +17,12 @@ rule pretrain:
         spec=pretrain_spec,
         format_version=FORMAT_VERSION,
     threads: 2
+    conda:
+        "../environment.yml"
     log:
         f"{CACHE}/logs/pretrain/{{source}}.log",
     benchmark:
         f"{CACHE}/benchmarks/pretrain/{{source}}.tsv"
     shell:
-        "{PY} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --tokenizer {input.model}"
+        "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --tokenizer {input.model}"
         " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"

@@ -19,10 +19,12 @@ rule sft:
         spec=sft_spec,
         format_version=FORMAT_VERSION,
     threads: 2
+    conda:
+        "../environment.yml"
     log:
         f"{CACHE}/logs/sft/{{source}}.log",
     benchmark:
         f"{CACHE}/benchmarks/sft/{{source}}.tsv"
     shell:
-        "{PY} -m niels_gpt.cache.cli build-sft --source {wildcards.source} --tokenizer {input.model}"
+        "{sys.executable} -m niels_gpt.cache.cli build-sft --source {wildcards.source} --tokenizer {input.model}"
         " --out-dir $(dirname {output.meta}) --spec {params.spec:q} > {log} 2>&1"

@@ -16,10 +16,12 @@ rule streams:
     params:
         spec=stream_spec,
         format_version=FORMAT_VERSION,
+    conda:
+        "../environment.yml"
     log:
         f"{CACHE}/logs/streams/{{source}}.log",
     benchmark:
         f"{CACHE}/benchmarks/streams/{{source}}.tsv"
     shell:
-        "{PY} -m niels_gpt.cache.cli build-streams --source {wildcards.source}"
+        "{sys.executable} -m niels_gpt.cache.cli build-streams --source {wildcards.source}"
         " --out-dir $(dirname {output.train}) --spec {params.spec:q} > {log} 2>&1"

@@ -16,10 +16,12 @@ rule tokenizer:
         spec=tokenizer_spec(),
         format_version=FORMAT_VERSION,
     threads: config["tokenizer"]["num_threads"]
+    conda:
+        "../environment.yml"
     log:
         f"{CACHE}/logs/tokenizer.log",
     benchmark:
         f"{CACHE}/benchmarks/tokenizer.tsv"
     shell:
-        "{PY} -m niels_gpt.cache.cli build-tokenizer --out-dir $(dirname {output.model})"
+        "{sys.executable} -m niels_gpt.cache.cli build-tokenizer --out-dir $(dirname {output.model})"
         " --spec {params.spec:q} > {log} 2>&1"

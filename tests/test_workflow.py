@@ -40,7 +40,7 @@ SMALL = {
 def make_workdir(dest: Path) -> Path:
     """A scratch copy of the workflow; sample data linked, the files the tests edit copied."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "config.yaml"):
+    for name in ("Snakefile", "config.yaml", "environment.yml"):
         shutil.copy(ROOT / name, dest / name)
     for name in ("rules", "profiles"):
         shutil.copytree(ROOT / name, dest / name)
