@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "niels_gpt.cache.cli_sft",
     "niels_gpt.cache.cli_streams",
     "niels_gpt.cache.cli_all",
+    "niels_gpt.cache.cli_inspect",
 )
 
 
