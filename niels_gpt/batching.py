@@ -12,9 +12,10 @@ Random draws, in this order, all from `generator` (torch's global RNG when it is
 else is random, so the same generator state gives the same batch:
   1. `sampling.draw_sources`: one `torch.multinomial(probs, B, replacement=True)` over the sources
      in sorted name order -> the source of every row;
-  2. for each source in sorted name order that got k > 0 rows: one
-     `torch.randint(0, len(src) - T, (k,))` -> the window starts of its rows, in row order.
-Every start in [0, len(src) - T - 1] is equally likely, so every window of a source is.
+  2. one `torch.randint(0, 2**62, (B,))` -> row i starts at `r[i] % (len(src_i) - T)` in its
+     source (the same pattern as `PretrainTokenStreamDataset.get_batch`).
+Every start in [0, len(src) - T - 1] is equally likely (the modulo bias is below 2**-32), so every
+window of a source is.
 Seed 002's reference draws one randint per row instead; the distribution is the same, the stream
 of draws is not (batches differ from the reference's for the same seed).
 """
@@ -32,6 +33,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from niels_gpt.sampling import check_mixture, draw_sources
 from niels_gpt.streams import STREAM_SOURCES, stream_paths
+
+_DRAW_HIGH = 1 << 62  # one draw per row, reduced modulo the window count: bias < 2**-32 for streams < 2**30
 
 ByteStream = Union[bytes, bytearray, memoryview, np.ndarray, torch.Tensor]
 BytesSources = dict[str, ByteStream]
@@ -86,13 +89,23 @@ def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, d
     if B < 1:
         raise ValueError(f"B must be >= 1, got {B}")
     _, idx = draw_sources(p, B, generator)
-    which = idx.numpy()
-    counts = np.bincount(which, minlength=len(windows)).tolist()
-    rows = np.empty((B, T + 1), dtype=np.uint8)
-    for k, count in enumerate(counts):
-        if count:
-            starts = torch.randint(0, windows[k].shape[0], (count,), generator=generator)
-            rows[which == k] = windows[k][starts.numpy()]
+    draws = torch.randint(0, _DRAW_HIGH, (B,), generator=generator).numpy()
+    if len(windows) == 1:
+        rows = windows[0][draws % windows[0].shape[0]]
+    else:
+        # rows grouped by source (a stable sort keeps row order within a source), gathered with one
+        # slice write per source, then put back in draw order with one permutation
+        which = idx.numpy()
+        order = np.argsort(which, kind="stable")
+        grouped = np.empty((B, T + 1), dtype=np.uint8)
+        end = 0
+        for k, count in enumerate(np.bincount(which, minlength=len(windows)).tolist()):
+            if count:
+                picked = order[end : end + count]
+                grouped[end : end + count] = windows[k][draws[picked] % windows[k].shape[0]]
+                end += count
+        rows = np.empty_like(grouped)
+        rows[order] = grouped
     # x and y as one (2, B, T) int64 array: two overlapping views of rows, cast in one copy
     xy = np.ndarray((2, B, T), np.uint8, rows, 0, (1, T + 1, 1)).astype(np.int64, order="C")
     x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
@@ -101,13 +114,27 @@ def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, d
     return x, y
 
 
+# `get_batch` is called with the same sources every step: the checks and window views of the last
+# call are reused when the very same objects come again. The entry holds the source objects
+# themselves, so an `id` can never be recycled while it is cached.
+_last_call: tuple | None = None
+
+
 def _validated_windows(sources: Mapping[str, ByteStream], p: Mapping[str, float], T: int) -> list[np.ndarray]:
     """Window views of the sources in sorted name order, after the mixture and length checks."""
+    global _last_call
+    key = (tuple(p.items()), tuple(sources.items()), T)
+    cached = _last_call
+    if cached is not None and len(cached[0]) == len(key[0]) and cached[0] == key[0] and cached[2] == T:
+        if len(cached[1]) == len(key[1]) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[1], key[1])):
+            return cached[3]
     names = check_mixture(p, sources.keys(), what="p")
     lengths = [_nbytes(sources[name], name) for name in names]
     if T < 1 or min(lengths) < T + 1:
         check_lengths(dict(zip(names, lengths)), T)
-    return [_windows(sources[name], n, T) for name, n in zip(names, lengths)]
+    windows = [_windows(sources[name], n, T) for name, n in zip(names, lengths)]
+    _last_call = (key[0], key[1], T, windows)
+    return windows
 
 
 class StreamBatcher:

@@ -60,19 +60,18 @@ def test_dict_order_and_buffer_type_do_not_change_the_batch(sources):
 
 
 def test_draw_order_is_the_documented_one(sources):
-    """multinomial over sorted names, then one randint per source in sorted order."""
+    """multinomial over sorted names, then one randint for every row's start, modulo its window count."""
     g = torch.Generator().manual_seed(3)
     x, _ = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=g)
     g = torch.Generator().manual_seed(3)
     names = sorted(P)
     idx = torch.multinomial(torch.tensor([P[n] for n in names], dtype=torch.float64), B, replacement=True, generator=g)
+    draws = torch.randint(0, 2**62, (B,), generator=g)
     expected = torch.empty(B, T, dtype=torch.int64)
-    for k, name in enumerate(names):
-        rows = (idx == k).nonzero().flatten()
-        if len(rows):
-            starts = torch.randint(0, len(sources[name]) - T, (len(rows),), generator=g)
-            for r, s in zip(rows.tolist(), starts.tolist()):
-                expected[r] = torch.tensor(list(sources[name][s : s + T]))
+    for r in range(B):
+        src = sources[names[int(idx[r])]]
+        s = int(draws[r]) % (len(src) - T)
+        expected[r] = torch.tensor(list(src[s : s + T]))
     assert torch.equal(x, expected)
 
 
@@ -184,3 +183,14 @@ def test_without_generator_the_global_torch_rng_decides(sources):
     torch.manual_seed(11)
     x2, _ = get_batch(sources, p=P, B=B, T=T, device="cpu")
     assert torch.equal(x1, x2)
+
+
+def test_new_source_objects_are_never_served_from_the_previous_call():
+    a = {"wiki": b"a" * 64, "roam": b"b" * 64}
+    b = {"wiki": b"c" * 64, "roam": b"d" * 64}
+    p = {"wiki": 0.5, "roam": 0.5}
+    get_batch(a, p=p, B=4, T=8, device="cpu", generator=torch.Generator().manual_seed(0))
+    x, _ = get_batch(b, p=p, B=64, T=8, device="cpu", generator=torch.Generator().manual_seed(0))
+    assert set(x.flatten().tolist()) <= {ord("c"), ord("d")}
+    with pytest.raises(ValueError, match="shorter than T"):
+        get_batch({"wiki": b"c" * 4, "roam": b"d" * 64}, p=p, B=4, T=8, device="cpu")
