@@ -13,7 +13,7 @@ else is random, so the same generator state gives the same batch:
   1. `sampling.draw_sources`: one `torch.multinomial(probs, B, replacement=True)` over the sources
      in sorted name order -> the source of every row;
   2. one `torch.randint(0, 2**62, (B,))` -> row i starts at `r[i] % (len(src_i) - T)` in its
-     source (the same pattern as `PretrainTokenStreamDataset.get_batch`).
+     source.
 Every start in [0, len(src) - T - 1] is equally likely (the modulo bias is below 2**-32), so every
 window of a source is.
 Seed 002's reference draws one randint per row instead; the distribution is the same, the stream

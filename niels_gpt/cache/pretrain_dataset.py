@@ -6,15 +6,14 @@ shard). A window is T+1 consecutive tokens (x = first T, y = last T, so `y[:, :-
 it may span document boundaries (eot ids) but never shards.
 
 Sampling, so that every window start in the split is equally likely: a shard with n tokens has
-n - T valid starts (shards with fewer than T+1 tokens are skipped). Draws, in this order, all from
-the caller's torch.Generator:
-  1. torch.multinomial(valid_starts per shard, B, replacement=True)  -> the shard of each row
-  2. torch.randint(0, 2**62, (B,)) % valid_starts[shard of the row]    -> the start of each row
-     (modulo bias < n / 2**62, i.e. below 2**-32 for any shard under 2**30 tokens)
+n - T valid starts (shards with fewer than T+1 tokens are skipped), and the valid starts of all
+shards are numbered one after the other. One draw from the caller's torch.Generator:
+  torch.randint(0, total valid starts, (B,))  -> the window of each row; its shard and start follow
+  (np.searchsorted over the shards' cumulative start counts). That is exactly "pick a shard in
+  proportion to its number of windows, then a uniform start in it", with no modulo bias.
 Rows are gathered with one vectorized numpy index per shard of a sliding-window view of its map
-into a preallocated (B, T+1) uint16 buffer, split into a preallocated (2, B, T) x/y buffer, and
-converted with one `torch.from_numpy(buf).to(device, int64)` (x and y come out contiguous).
-Not thread-safe (the buffer is reused): give each worker its own dataset.
+(rows grouped by shard with a stable sort, put back in draw order with one permutation), and x and
+y are cut from them and converted to int64 in one numpy cast (x and y come out contiguous).
 
 Guards: the parent directory's meta.json (when present) must say `built: true` and list exactly the
 shards on disk; given a tokenizer, the cache's `tokenizer_sha256` must equal the tokenizer's.
@@ -33,8 +32,6 @@ import torch
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.cache.mmap import list_shards, open_tokens
 from niels_gpt.sampling import check_mixture, draw_sources
-
-START_DRAW_HIGH = 2**62  # randint range reduced modulo each shard's number of valid starts
 
 
 def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | None:
@@ -104,39 +101,43 @@ class PretrainTokenStreamDataset:
         self.usable_shards = usable
         starts = [self.shard_tokens[i] - T for i in usable]
         self.num_windows = sum(starts)
-        self._weights = torch.tensor(starts, dtype=torch.float64)
         self._n_starts = np.array(starts, dtype=np.int64)
+        self._first_window = np.cumsum(self._n_starts) - self._n_starts  # global number of each shard's start 0
         # (n - T, T + 1) views: row s is tokens[s : s + T + 1]; indexing reads only the rows asked for
         self._windows = [np.lib.stride_tricks.sliding_window_view(self.maps[i], T + 1) for i in usable]
-        self._rows = np.empty((0, T + 1), dtype=self.maps[0].dtype)  # gathered windows (B, T+1)
-        self._xy = np.empty((2, 0, T), dtype=self.maps[0].dtype)  # x and y rows, converted in one call
 
     def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
-        shard = torch.multinomial(self._weights, B, replacement=True, generator=generator).numpy()
-        raw = torch.randint(0, START_DRAW_HIGH, (B,), generator=generator).numpy()
-        return shard, raw % self._n_starts[shard]
+        window = torch.randint(0, self.num_windows, (B,), generator=generator).numpy()
+        shard = np.searchsorted(self._first_window, window, side="right") - 1
+        return shard, window - self._first_window[shard]
 
     def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """x, y: int64 (B, T) on the dataset's device, contiguous, y[:, :-1] == x[:, 1:]."""
         if B < 1:
             raise ValueError(f"B must be >= 1, got {B}")
         shard, start = self.draw_windows(B, generator)
-        xy = self._xy
-        if xy.shape[1] != B:
-            self._rows = np.empty((B, self.T + 1), dtype=xy.dtype)
-            self._xy = xy = np.empty((2, B, self.T), dtype=xy.dtype)
         windows = self._windows
         if len(windows) == 1:
             rows = windows[0][start]
         else:
-            rows = self._rows
-            for k in np.flatnonzero(np.bincount(shard, minlength=len(windows))):
-                picked = np.flatnonzero(shard == k)
-                rows[picked] = windows[k][start[picked]]  # one vectorized gather per shard
-        xy[0] = rows[:, :-1]
-        xy[1] = rows[:, 1:]
-        return torch.from_numpy(xy).to(self.device, torch.int64).unbind(0)
+            order = np.argsort(shard, kind="stable")
+            grouped = np.empty((B, self.T + 1), dtype=self.maps[0].dtype)
+            end = 0
+            for k, count in enumerate(np.bincount(shard, minlength=len(windows)).tolist()):
+                if count:
+                    picked = order[end : end + count]
+                    grouped[end : end + count] = windows[k][start[picked]]  # one vectorized gather per shard
+                    end += count
+            rows = np.empty_like(grouped)
+            rows[order] = grouped
+        # x and y: two overlapping (B, T) views of the rows, cut and cast to int64 in one copy
+        item = rows.itemsize
+        xy = np.ndarray((2, B, self.T), rows.dtype, rows, 0, (item, (self.T + 1) * item, item)).astype(np.int64, order="C")
+        x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
+        if self.device.type != "cpu":
+            x, y = x.to(self.device), y.to(self.device)
+        return x, y
 
     def __repr__(self) -> str:
         return (
