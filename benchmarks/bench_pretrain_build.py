@@ -179,7 +179,7 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--child", str(budget), "--tokenizer", tok_path,
                    "--docs", str(args.docs), "--out", str(tmp / f"rss_{budget}")]
             res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-            print(f"budget {budget:>13,} train tokens: {res['tokens']:>13,} written in {res['shards']} shard(s), "
+            print(f"budget {budget:>13,} train tokens: {res['tokens']:>13,} train+val written in {res['shards']} shard(s), "
                   f"{res['seconds']:6.1f} s ({res['tokens'] / max(res['seconds'], 1e-9) / 1e6:5.2f} M tokens/s), "
                   f"peak RSS {res['rss_mb']:7.1f} MB")
             subprocess.run(["rm", "-rf", str(tmp / f"rss_{budget}")], check=True)

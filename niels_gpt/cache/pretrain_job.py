@@ -94,7 +94,8 @@ def build_pretrain_source(
         f"{split} {'all' if b is None else format(b, ',')}"
         for split, b in (("train", common["max_train_tokens"]), ("val", common["max_val_tokens"]))
     )
-    log(f"{source}: reading {common['dataset_name']} ({inp.kind}{', streaming' if provenance.get('streaming') else ''}); "
+    origin = "the bundled sample data (demo)" if cfg["demo"] else common["dataset_name"]
+    log(f"{source}: reading {origin} ({inp.kind}{', streaming' if provenance.get('streaming') else ''}); "
         f"budgets: {budget} tokens")
     if inp.kind == "stream":
         meta = build_pretrain_cache(inp.stream, out_dir, val_doc_prob=scfg.get("val_doc_prob", DEFAULT_VAL_DOC_PROB), **common)
