@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
 import torch
+
+from benchmarks.timing import rate
 
 from niels_gpt.batching import StreamBatcher, default_p_train, get_batch
 
@@ -38,15 +39,6 @@ def reference_get_batch(sources, *, p, B, T, device, generator=None):
     return torch.stack(xs), torch.stack(ys)
 
 
-def rate(fn, seconds: float) -> float:
-    """Batches per second of fn() over about `seconds`."""
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return n / elapsed
 
 
 def main() -> None:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from benchmarks.timing import rate
 
 from niels_gpt.cache.loader import MixedLoader, derive_seed
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
@@ -45,13 +46,7 @@ def reference_mixed_batch(datasets: dict, p: dict, *, B: int, T: int, generator:
 
 
 def us_per_call(fn, seconds: float) -> float:
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return 1e6 * elapsed / n
+    return 1e6 / rate(fn, seconds)
 
 
 def write_split(folder: Path, tokens: int, seed: int) -> Path:

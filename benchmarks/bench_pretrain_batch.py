@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from benchmarks.timing import rate
 
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 
@@ -36,14 +37,6 @@ def reference_get_batch(paths: list[Path], *, B: int, T: int, generator: torch.G
     return x, y
 
 
-def rate(fn, seconds: float) -> float:
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return n / elapsed
 
 
 def write_shards(folder: Path, n_shards: int, shard_tokens: int) -> list[Path]:
