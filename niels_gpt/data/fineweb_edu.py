@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Optional
 
-from niels_gpt.data.hub import iter_rows, open_dataset
-from niels_gpt.data.text_fields import pretrain_samples
+from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
 
 DATASET_ID = "HuggingFaceFW/fineweb-edu"
@@ -38,14 +37,8 @@ def iter_fineweb_edu(
     `data_files={split: glob}` reads local parquet files in the hub schema instead of the hub;
     `provenance` (a dict) is filled with what was read, revision included, once the data is opened.
     """
-    ds = open_dataset(
-        dataset_id, name, split=split, streaming=streaming, revision=revision,
+    yield from iter_hub_text_samples(
+        dataset_id, name, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
+        shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
         data_files=data_files, provenance=provenance,
     )
-    if provenance is not None:
-        provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
-    rows = iter_rows(
-        ds, dataset_id=dataset_id, config=name, take=take, shuffle=shuffle,
-        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance,
-    )
-    yield from pretrain_samples(rows, source=SOURCE, meta_fields=META_FIELDS)

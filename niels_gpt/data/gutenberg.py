@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Optional
 
-from niels_gpt.data.hub import iter_rows, open_dataset
-from niels_gpt.data.text_fields import pretrain_samples
+from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
 
 DATASET_ID = "nikolina-p/gutenberg_clean_en_splits"
@@ -35,14 +34,8 @@ def iter_gutenberg(
     provenance: Optional[dict] = None,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order."""
-    ds = open_dataset(
-        dataset_id, config, split=split, streaming=streaming, revision=revision,
+    yield from iter_hub_text_samples(
+        dataset_id, config, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
+        shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
         data_files=data_files, provenance=provenance,
     )
-    if provenance is not None:
-        provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
-    rows = iter_rows(
-        ds, dataset_id=dataset_id, config=config, take=take, shuffle=shuffle,
-        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance,
-    )
-    yield from pretrain_samples(rows, source=SOURCE, meta_fields=META_FIELDS)

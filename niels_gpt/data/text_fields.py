@@ -36,3 +36,36 @@ def pretrain_samples(
             if key in row and isinstance(row[key], (str, int, float, bool)):
                 meta[key] = row[key]
         yield PretrainSample(text=normalize_text(select_text_field(row)), source=source, meta=meta)
+
+
+def iter_hub_text_samples(
+    dataset_id: str,
+    config: str | None,
+    *,
+    source: str,
+    meta_fields: tuple[str, ...],
+    split: str,
+    streaming: bool,
+    shuffle: bool,
+    shuffle_buffer_size: int,
+    seed: int,
+    take: int | None,
+    revision: str | None,
+    data_files: dict[str, str] | None,
+    provenance: dict | None,
+) -> Iterator[PretrainSample]:
+    """The one read path of the streamed text sources (fineweb-edu, gutenberg): open the dataset
+    (hub or local files), record the shuffle in `provenance`, shuffle/take rows, map them to samples."""
+    from niels_gpt.data.hub import iter_rows, open_dataset
+
+    ds = open_dataset(
+        dataset_id, config, split=split, streaming=streaming, revision=revision,
+        data_files=data_files, provenance=provenance,
+    )
+    if provenance is not None:
+        provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
+    rows = iter_rows(
+        ds, dataset_id=dataset_id, config=config, take=take, shuffle=shuffle,
+        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance,
+    )
+    yield from pretrain_samples(rows, source=source, meta_fields=meta_fields)
