@@ -1,0 +1,38 @@
+"""`build-all`: every cache in one process, for users without Snakemake (seed 000), then `verify`."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from niels_gpt.cache.cli import main
+from niels_gpt.cache.cli_common import run_cli
+
+from loader_fixtures import isolated_hf_cache  # noqa: F401  (fixture)
+
+SMALL = {
+    "tokenizer": {"vocab_size": 500, "sample_chars": 120_000},
+    "sources": {
+        "fineweb_edu": {"max_train_tokens": 20_000, "max_val_tokens": 2_000, "val_doc_prob": 0.2},
+        "wikitext": {"max_train_tokens": 20_000, "max_val_tokens": 5_000},
+    },
+    "sft": {"t_max": 256},
+}
+
+
+def test_build_all_demo_builds_every_cache_and_verifies(tmp_path, isolated_hf_cache, capsys):
+    config = tmp_path / "small.yaml"
+    config.write_text(yaml.safe_dump(SMALL))
+    cache = tmp_path / "cache"
+    rc = run_cli(main, ["build-all", "--cache-dir", str(cache), "--seed", "42", "--demo", "--config-file", str(config)])
+    assert rc == 0, capsys.readouterr().err
+    fineweb = json.loads((cache / "pretrain" / "fineweb_edu" / "meta.json").read_text())
+    assert fineweb["train_tokens"] == 20_000 and fineweb["val_tokens"] == 2_000
+    assert json.loads((cache / "pretrain" / "gutenberg" / "meta.json").read_text())["built"] is False
+    for source in ("dolly15k", "oasst1", "primer"):
+        assert json.loads((cache / "sft" / source / "meta.json").read_text())["train_examples"] > 0
+    for stream in ("wiki", "roam", "primer"):
+        assert (cache / "streams" / f"{stream}_val.bin").stat().st_size > 0
+    capsys.readouterr()
+    assert run_cli(main, ["verify", str(cache)]) == 0, capsys.readouterr().out
