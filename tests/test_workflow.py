@@ -164,3 +164,27 @@ def test_deleted_artifact_is_rebuilt_by_cache_all(built):
     assert planned_jobs(built).get("sft") == 1
     snakemake(built, "-j2", "cache/all")
     assert victim.exists()
+
+
+def test_one_target_plans_only_what_it_needs(tmp_path):
+    fresh = make_workdir(tmp_path / "fresh")
+    out = snakemake(fresh, "-n", "cache/sft/primer/meta.json").stdout
+    table = out.split("Job stats:")[1].split("Reasons:")[0]
+    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"}
+    assert jobs == {"tokenizer": 1, "sft": 1}
+
+
+def test_config_typo_stops_before_anything_runs(tmp_path):
+    fresh = make_workdir(tmp_path / "typo")
+    proc = subprocess.run(
+        [*SNAKEMAKE, "-n", "cache/all", "--config", "tokenzier={vocab_size: 10}"], cwd=fresh, capture_output=True, text=True
+    )
+    assert proc.returncode != 0
+    assert "unknown key 'tokenzier' (did you mean 'tokenizer'?)" in proc.stdout + proc.stderr
+
+
+def test_readme_demo_config_string_is_accepted(tmp_path):
+    # `--config demo=true` arrives as the string 'true' in Snakemake 9; it must still validate
+    fresh = make_workdir(tmp_path / "demo")
+    out = snakemake(fresh, "-n", "cache/all", "--config", "demo=true", "seed=7").stdout
+    assert '"demo":true' in out and '"seed":7' in out
