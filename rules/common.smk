@@ -7,7 +7,7 @@ import sys
 
 from niels_gpt.cache.formats import FORMAT_VERSION
 from niels_gpt.config import ConfigError, prepare_config
-from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, source_input_files
+from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, SPLIT_SOURCES, source_input_files
 
 PY = sys.executable  # the interpreter running snakemake, venv or not
 
@@ -64,6 +64,36 @@ def pretrain_spec(wildcards):
 
 def pretrain_inputs(wildcards):
     return source_files(wildcards.source)
+
+
+# Scale-out (pretrain.num_parts > 1): the enabled streamed sources build as part jobs + one merge;
+# every other pretrain source (wikitext, roam, a disabled one) stays one `pretrain` job. Decided here,
+# at parse time, so every output has exactly one producing rule.
+NUM_PARTS = config["pretrain"]["num_parts"]
+PARTED_SOURCES = [s for s in SPLIT_SOURCES if NUM_PARTS > 1 and config["sources"][s]["enabled"]]
+WHOLE_SOURCES = [s for s in PRETRAIN_SOURCES if s not in PARTED_SOURCES]
+PART_IDS = [f"{k:03d}" for k in range(NUM_PARTS)]
+
+
+def pretrain_part_spec(wildcards):
+    """A part depends on the source, seed, demo and num_parts (its budget share and slice), not on
+    pretrain.shard_bytes: parts use the default shard size, and only the merge re-shards."""
+    s = wildcards.source
+    return spec_json({
+        "seed": config["seed"], "demo": config["demo"], "pretrain": {"num_parts": NUM_PARTS},
+        "sources": {s: config["sources"][s]},
+    })
+
+
+def pretrain_merge_spec(wildcards):
+    return spec_json({"pretrain": {"shard_bytes": config["pretrain"]["shard_bytes"], "num_parts": NUM_PARTS}})
+
+
+def pretrain_part_outputs(wildcards):
+    """Every declared output of the source's part jobs: the merge's inputs."""
+    return [
+        f"{CACHE}/pretrain/{wildcards.source}/parts/part_{k}/{name}" for k in PART_IDS for name in ("train", "val", "meta.json")
+    ]
 
 
 def sft_spec(wildcards):

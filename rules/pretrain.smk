@@ -1,6 +1,8 @@
 # Pretrain token caches: uint16 shards written streaming, documents separated by eot, exact budgets.
 # The shard count is known only after the build, so the split folders are directory() outputs
 # (Snakemake clears them before a rerun: no stale shards) and meta.json, written last, lists them.
+# With pretrain.num_parts > 1 the enabled streamed sources (PARTED_SOURCES) are built by pretrain_part
+# (one job per part, cache/pretrain/{source}/parts/part_NNN/) and pretrain_merge instead (pretrain_parts.py).
 
 
 rule pretrain:
@@ -12,7 +14,7 @@ rule pretrain:
         val=directory(f"{CACHE}/pretrain/{{source}}/val"),
         meta=f"{CACHE}/pretrain/{{source}}/meta.json",
     wildcard_constraints:
-        source="|".join(PRETRAIN_SOURCES),
+        source="|".join(WHOLE_SOURCES),
     params:
         spec=pretrain_spec,
         format_version=FORMAT_VERSION,
@@ -26,3 +28,55 @@ rule pretrain:
     shell:
         "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --tokenizer {input.model}"
         " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+
+
+if PARTED_SOURCES:
+
+    rule pretrain_part:
+        input:
+            model=TOKENIZER_MODEL,
+            files=pretrain_inputs,
+        output:
+            train=directory(f"{CACHE}/pretrain/{{source}}/parts/part_{{part}}/train"),
+            val=directory(f"{CACHE}/pretrain/{{source}}/parts/part_{{part}}/val"),
+            meta=f"{CACHE}/pretrain/{{source}}/parts/part_{{part}}/meta.json",
+        wildcard_constraints:
+            source="|".join(PARTED_SOURCES),
+            part="|".join(PART_IDS),
+        params:
+            spec=pretrain_part_spec,
+            format_version=FORMAT_VERSION,
+        threads: 2
+        conda:
+            "../environment.yml"
+        log:
+            f"{CACHE}/logs/pretrain/{{source}}/part_{{part}}.log",
+        benchmark:
+            f"{CACHE}/benchmarks/pretrain/{{source}}/part_{{part}}.tsv"
+        shell:
+            "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --part {wildcards.part}"
+            " --tokenizer {input.model} --out-dir $(dirname {output.meta}) --num-threads {threads}"
+            " --spec {params.spec:q} > {log} 2>&1"
+
+    rule pretrain_merge:
+        input:
+            parts=pretrain_part_outputs,
+        output:
+            train=directory(f"{CACHE}/pretrain/{{source}}/train"),
+            val=directory(f"{CACHE}/pretrain/{{source}}/val"),
+            meta=f"{CACHE}/pretrain/{{source}}/meta.json",
+        wildcard_constraints:
+            source="|".join(PARTED_SOURCES),
+        params:
+            spec=pretrain_merge_spec,
+            format_version=FORMAT_VERSION,
+        conda:
+            "../environment.yml"
+        log:
+            f"{CACHE}/logs/pretrain/{{source}}.log",
+        benchmark:
+            f"{CACHE}/benchmarks/pretrain/{{source}}.tsv"
+        shell:
+            "{sys.executable} -m niels_gpt.cache.cli merge-pretrain --source {wildcards.source}"
+            " --parts-dir $(dirname {output.meta})/parts --out-dir $(dirname {output.meta})"
+            " --spec {params.spec:q} > {log} 2>&1"

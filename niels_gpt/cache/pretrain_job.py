@@ -6,6 +6,9 @@ through the seeded single-stream split of `build_pretrain_cache`, a "presplit" o
 through `build_pretrain_cache_presplit`. Values come from `sources.<source>.*` (max_train_tokens,
 max_val_tokens, val_doc_prob, shuffle_buffer), `pretrain.shard_bytes` and `seed`. A disabled source
 (`sources.<source>.enabled: false`) gets seed 000's "not built" meta.json and empty train/ and val/.
+`part=k, num_parts=N` (N > 1; streamed sources only) builds part k of the scale-out into `out_dir`:
+part k of the stream, budgets and split seed from pretrain_parts (part_budget, part_seed), the part
+recorded in meta's provenance["part"]; pretrain_parts.merge_pretrain_parts joins the N parts.
 Used by the `build-pretrain` CLI, `build-all` and the Snakemake rules.
 """
 
@@ -29,6 +32,29 @@ def _load_input(cfg: dict, source: str):
     from niels_gpt.data.registry import pretrain_input
 
     return pretrain_input(cfg, source)
+
+
+def _load_part_input(cfg: dict, source: str, num_parts: int, part: int):
+    """Part `part` of `num_parts` of a streamed source's input; separate so tests can replace it."""
+    from niels_gpt.data.registry import pretrain_input
+
+    return pretrain_input(cfg, source, num_parts=num_parts, part=part)
+
+
+def _check_part(source: str, scfg: dict, num_parts: int, part: int | None) -> None:
+    from niels_gpt.data.registry import SPLIT_SOURCES
+
+    if num_parts < 1 or (part is not None and not 0 <= part < num_parts):
+        raise ValueError(f"--part must be in 0..{num_parts - 1} for --num-parts {num_parts}, got {part}")
+    if num_parts == 1:
+        return
+    if part is None:
+        raise ValueError(f"num_parts={num_parts}: give the part to build (--part 0..{num_parts - 1})")
+    if source not in SPLIT_SOURCES:
+        raise ValueError(f"{source} is built as one job; only {', '.join(SPLIT_SOURCES)} split into parts")
+    if not scfg.get("enabled", True):
+        raise ValueError(f"sources.{source}.enabled is false: a disabled source is not split into parts; "
+                         "build it without --part (that writes its 'not built' meta.json)")  # fmt: skip
 
 
 def _plural(n: int, word: str) -> str:
@@ -56,11 +82,15 @@ def build_pretrain_source(
     out_dir: str | os.PathLike,
     num_threads: int = -1,
     log: Callable[[str], None] = print,
+    num_parts: int = 1,
+    part: int | None = None,
 ) -> dict:
-    """Build `out_dir/{train,val}/shard_*.bin` + `out_dir/meta.json` for `source`; returns the meta."""
+    """Build `out_dir/{train,val}/shard_*.bin` + `out_dir/meta.json` for `source` (or for part `part` of
+    `num_parts` of it); returns the meta."""
     if source not in PRETRAIN_SOURCES:
         raise ValueError(f"unknown pretrain source {source!r}; expected one of {', '.join(PRETRAIN_SOURCES)}")
     scfg = cfg["sources"][source]
+    _check_part(source, scfg, num_parts, part)
     shard_bytes = cfg["pretrain"]["shard_bytes"]
     out_dir = str(out_dir)
     if not scfg.get("enabled", True):
@@ -76,14 +106,24 @@ def build_pretrain_source(
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
     tokenizer = SentencePieceTokenizer(tokenizer_path)  # refuses a vocabulary that does not fit uint16
-    inp = _load_input(cfg, source)
-    provenance = {"source": source, **dict(inp.provenance or {})}
+    budgets, seed, what = (scfg["max_train_tokens"], scfg["max_val_tokens"]), cfg["seed"], source
+    if num_parts == 1:
+        inp = _load_input(cfg, source)
+        provenance = {"source": source, **dict(inp.provenance or {})}
+    else:
+        from niels_gpt.cache.pretrain_parts import part_budget, part_record
+
+        inp = _load_part_input(cfg, source, num_parts, part)
+        record = part_record(index=part, num_parts=num_parts, seed=seed, max_train_tokens=budgets[0], max_val_tokens=budgets[1])
+        provenance = {"source": source, **dict(inp.provenance or {}), "part": record}
+        budgets = tuple(part_budget(b, num_parts, part) for b in budgets)
+        seed, what = record["part_seed"], f"{source} part {part} of {num_parts} (split seed {record['part_seed']})"
     common = dict(
         tokenizer=tokenizer,
-        max_train_tokens=scfg["max_train_tokens"],
-        max_val_tokens=scfg["max_val_tokens"],
+        max_train_tokens=budgets[0],
+        max_val_tokens=budgets[1],
         shard_bytes=shard_bytes,
-        seed=cfg["seed"],
+        seed=seed,
         shuffle_buffer=scfg.get("shuffle_buffer"),
         dataset_name=scfg.get("dataset_id", source),
         dataset_config=scfg.get("config"),
@@ -95,7 +135,7 @@ def build_pretrain_source(
         for split, b in (("train", common["max_train_tokens"]), ("val", common["max_val_tokens"]))
     )
     origin = "the bundled sample data (demo)" if cfg["demo"] else common["dataset_name"]
-    log(f"{source}: reading {origin} ({inp.kind}{', streaming' if provenance.get('streaming') else ''}); "
+    log(f"{what}: reading {origin} ({inp.kind}{', streaming' if provenance.get('streaming') else ''}); "
         f"budgets: {budget} tokens")
     if inp.kind == "stream":
         meta = build_pretrain_cache(inp.stream, out_dir, val_doc_prob=scfg.get("val_doc_prob", DEFAULT_VAL_DOC_PROB), **common)

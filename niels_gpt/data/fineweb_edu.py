@@ -31,6 +31,8 @@ def iter_fineweb_edu(
     revision: Optional[str] = None,
     data_files: Optional[dict[str, str]] = None,
     provenance: Optional[dict] = None,
+    num_parts: int = 1,
+    part: int = 0,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="fineweb_edu", meta={index, id, url, dump}) in stream order.
 
@@ -40,5 +42,5 @@ def iter_fineweb_edu(
     yield from iter_hub_text_samples(
         dataset_id, name, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
         shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
-        data_files=data_files, provenance=provenance,
+        data_files=data_files, provenance=provenance, num_parts=num_parts, part=part,
     )

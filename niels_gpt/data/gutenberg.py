@@ -32,10 +32,12 @@ def iter_gutenberg(
     revision: Optional[str] = None,
     data_files: Optional[dict[str, str]] = None,
     provenance: Optional[dict] = None,
+    num_parts: int = 1,
+    part: int = 0,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order."""
     yield from iter_hub_text_samples(
         dataset_id, config, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
         shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
-        data_files=data_files, provenance=provenance,
+        data_files=data_files, provenance=provenance, num_parts=num_parts, part=part,
     )

@@ -8,7 +8,9 @@ kind of object and applies the same row mapping, so the offline demo runs the re
 
 `iter_rows` wraps iteration: the shuffle (`IterableDataset.shuffle(seed=, buffer_size=)` when
 streaming, `torch.randperm` under a seeded Generator over row indices otherwise), `take` (stops
-pulling rows once it has enough), and the unreachable-hub error.
+pulling rows once it has enough), and the unreachable-hub error. With `num_parts=N, part=k` it first
+keeps part k of N disjoint parts (`shard_parts`: `ds.shard(num_shards=N, index=k)`, contiguous, BEFORE
+the shuffle): a streamed dataset splits by data file (it needs at least N files), a prepared one by rows.
 
 Provenance (a JSON-able dict the caller passes in and caches carry): dataset id, config, split,
 streaming, the revision asked for and the revision actually read, when `datasets` exposes it
@@ -190,6 +192,40 @@ def row_order(n: int, *, shuffle: bool, seed: int) -> list[int]:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
 
 
+def shard_parts(ds: Any, *, num_parts: int, part: int, dataset_id: str, provenance: dict | None = None) -> Any:
+    """Part `part` of `num_parts` disjoint, together covering parts of `ds` (`ds` itself when num_parts == 1).
+
+    `datasets`' `shard(num_shards=N, index=k)` with contiguous blocks: the parts in order 0..N-1 are the
+    dataset in its order. A streamed dataset is split by data file (`ds.num_shards` of them; the first
+    `num_shards % N` parts get one more), so it needs at least N files: fewer is a ValueError naming both.
+    """
+    if not isinstance(num_parts, int) or num_parts < 1 or not isinstance(part, int) or not 0 <= part < num_parts:
+        raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={part!r}, num_parts={num_parts!r}")
+    if num_parts == 1:
+        return ds
+    n_files = getattr(ds, "num_shards", None)  # only a streamed dataset has it; a prepared one splits by rows
+    if n_files is not None and n_files < num_parts:
+        raise ValueError(
+            f"{dataset_id!r} has {n_files} data file(s) (datasets' num_shards) but {num_parts} parts were asked for: "
+            f"a streamed dataset splits by file; set pretrain.num_parts <= {n_files}"
+        )
+    shard = ds.shard(num_shards=num_parts, index=part, contiguous=True)
+    if provenance is not None:
+        provenance.update({"num_parts": num_parts, "part": part, "data_shards_total": n_files})
+        if n_files is not None:
+            provenance["part_data_files"] = _part_files(shard, provenance)
+    return shard
+
+
+def _part_files(shard: Any, provenance: dict) -> list[str]:
+    """The data files a streamed part reads: local ones as provenance lists them, hub ones as URLs."""
+    named = list(_ex_iterable_strings(getattr(shard, "_ex_iterable", None)))
+    if provenance.get("local"):
+        mine = {os.path.abspath(n) for n in named}
+        return [f["path"] for f in provenance.get("data_files", []) if os.path.abspath(f["path"]) in mine]
+    return [n for n in named if "://" in n]
+
+
 def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterator[tuple[int, dict]]:
     """(index, row) for each index of `order`, read `batch` rows at a time (one Arrow take per batch)."""
     for start in range(0, len(order), batch):
@@ -210,8 +246,11 @@ def iter_rows(
     seed: int = 42,
     shuffle_buffer_size: int = 10_000,
     provenance: dict | None = None,
+    num_parts: int = 1,
+    part: int = 0,
 ) -> Iterator[tuple[int, dict]]:
-    """(index, row) pairs, optionally shuffled, at most `take` of them.
+    """(index, row) pairs of part `part` of `num_parts` (`shard_parts`; all rows by default), optionally
+    shuffled, at most `take` of them.
 
     A streamed dataset is shuffled with `IterableDataset.shuffle(seed=, buffer_size=)` and `index` is
     the position in the stream; a prepared dataset is read in `row_order` and `index` is the row's
@@ -222,6 +261,8 @@ def iter_rows(
         raise ValueError(f"take must be >= 0 or None, got {take}")
     local = bool(provenance and provenance.get("local"))
     from datasets import IterableDataset
+
+    ds = shard_parts(ds, num_parts=num_parts, part=part, dataset_id=dataset_id, provenance=provenance)
 
     if not isinstance(ds, IterableDataset):
         if shuffle:

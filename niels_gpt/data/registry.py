@@ -7,6 +7,8 @@
 - `pretrain_input(cfg, source)`: a `PretrainInput`; fineweb_edu / gutenberg are one seeded,
   buffer-shuffled "stream" (the writer assigns val by its seeded rule); wikitext (one sample per
   article) and roam (one per file) are "presplit". Iterables are lazy and re-iterable.
+  `pretrain_input(cfg, source, num_parts=N, part=k)` (stream sources only; SPLIT_SOURCES) reads part k
+  of N disjoint parts of the stream: `hub.shard_parts` before the buffer shuffle.
 - `tokenizer_texts(cfg, source)`: the train side of a pretrain source, lazily, in a fixed order.
 - `sft_input(cfg, source)`: (ChatSample iterator, provenance); every meta has "group", the split
   key (message_tree_id for oasst1, the row / example index for dolly15k and primer).
@@ -30,6 +32,9 @@ PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
 SFT_SOURCES = ("dolly15k", "oasst1", "primer")
 HUB_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "dolly15k", "oasst1")
 FILE_SOURCES = ("roam", "primer", "primer_text")  # primer_text: the byte-stream file of the primer
+# Pretrain sources whose tokenization can be split into parts (pretrain.num_parts): the big streamed
+# ones. wikitext (small, two source splits) and roam (a notes folder) always build as one job.
+SPLIT_SOURCES = ("fineweb_edu", "gutenberg")
 
 
 @dataclass
@@ -69,12 +74,12 @@ def roam_root(cfg: dict) -> str:
     return s["demo_root"] if cfg["demo"] else s["root"]
 
 
-def _stream(cfg: dict, source: str, prov: dict) -> Iterator:
+def _stream(cfg: dict, source: str, prov: dict, num_parts: int = 1, part: int = 0) -> Iterator:
     s = cfg["sources"][source]
     common = dict(
         split=s["split"], streaming=True, shuffle=s["shuffle_buffer"] > 0,
         shuffle_buffer_size=max(s["shuffle_buffer"], 1), seed=cfg["seed"], provenance=prov,
-        **_hub_kwargs(cfg, source),
+        num_parts=num_parts, part=part, **_hub_kwargs(cfg, source),
     )
     if source == "fineweb_edu":
         from niels_gpt.data.fineweb_edu import iter_fineweb_edu
@@ -109,16 +114,23 @@ def _static_provenance(cfg: dict, source: str) -> dict:
     return prov
 
 
-def pretrain_input(cfg: dict, source: str) -> PretrainInput:
+def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0) -> PretrainInput:
     """The lazy input of a pretrain source. Resolved details (revision actually read, local files and
-    their sha256) land in provenance["stream"] or provenance["train"] / ["val"] while iterating."""
+    their sha256) land in provenance["stream"] or provenance["train"] / ["val"] while iterating.
+    `num_parts` > 1 (SPLIT_SOURCES only): part `part` of the stream, disjoint from the other parts."""
     _check(source, PRETRAIN_SOURCES, "pretrain ")
-    if source in ("fineweb_edu", "gutenberg"):
+    if num_parts != 1 and source not in SPLIT_SOURCES:
+        raise ValueError(
+            f"pretrain source {source!r} is built as one job; only {', '.join(SPLIT_SOURCES)} split into parts "
+            f"(got num_parts={num_parts})"
+        )
+    if source in SPLIT_SOURCES:
         s = cfg["sources"][source]
         prov = _static_provenance(cfg, source)
         prov.update({"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]})
         prov["stream"] = {}
-        return PretrainInput("stream", _Lazy(lambda: _stream(cfg, source, prov["stream"])), None, None, prov)
+        stream = _Lazy(lambda: _stream(cfg, source, prov["stream"], num_parts, part))
+        return PretrainInput("stream", stream, None, None, prov)
     if source == "wikitext":
         s = cfg["sources"]["wikitext"]
         prov = _static_provenance(cfg, source)

@@ -53,9 +53,12 @@ def iter_hub_text_samples(
     revision: str | None,
     data_files: dict[str, str] | None,
     provenance: dict | None,
+    num_parts: int = 1,
+    part: int = 0,
 ) -> Iterator[PretrainSample]:
     """The one read path of the streamed text sources (fineweb-edu, gutenberg): open the dataset
-    (hub or local files), record the shuffle in `provenance`, shuffle/take rows, map them to samples."""
+    (hub or local files), record the shuffle in `provenance`, keep part `part` of `num_parts` (all by
+    default; `hub.shard_parts`, before the shuffle), shuffle/take rows, map them to samples."""
     from niels_gpt.data.hub import iter_rows, open_dataset
 
     ds = open_dataset(
@@ -66,6 +69,6 @@ def iter_hub_text_samples(
         provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
     rows = iter_rows(
         ds, dataset_id=dataset_id, config=config, take=take, shuffle=shuffle,
-        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance,
+        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance, num_parts=num_parts, part=part,
     )
     yield from pretrain_samples(rows, source=source, meta_fields=meta_fields)
