@@ -40,7 +40,7 @@ import numpy as np
 
 from niels_gpt.cache.formats import TOKEN_DTYPE
 from niels_gpt.cache.meta import read_meta, sha256_file, write_meta
-from niels_gpt.cache.shard_writer import SPLITS, ShardWriter, prepare_out_dir
+from niels_gpt.cache.shard_writer import SPLITS, ShardWriter, prepare_out_dir, run_writers
 
 PARTS_DIR = "parts"  # {source_dir}/parts/part_{k:03d}: outside train/ and val/, so readers never see it
 COPY_CHUNK_BYTES = 4 << 20  # 4 MiB per read: flat memory on multi-GB shards, few syscalls
@@ -221,23 +221,16 @@ def merge_pretrain_parts(
     writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=None) for split in SPLITS}
     total = sum(m[f"{s}_tokens"] for m in metas for s in SPLITS)
     cuts = {}
-    try:
+
+    def fill() -> dict:
         with tqdm(total=total, desc=f"merge {out}", unit="tok", unit_scale=True, disable=None) as bar:
             for split, w in writers.items():
                 cuts[split] = _copy_split(w, parts_dir, metas, split, eot, bar)
-        for w in writers.values():
-            w.finish()
-        for w in writers.values():
-            w.commit()
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
+        return {}
+
+    written = run_writers(writers, fill)
     meta = _merged_meta(metas, parts_dir, out, shard_bytes, cuts)
-    for split, w in writers.items():
-        meta[f"{split}_tokens"] = w.n_tokens
-        meta[f"{split}_documents"] = w.n_documents
-    meta["shards"] = {split: w.shards for split, w in writers.items()}
+    meta.update(written)
     meta["built"] = True
     write_meta(str(out / "meta.json"), meta)
     for line in shortfalls(meta):

@@ -33,7 +33,7 @@ from niels_gpt.cache.batch_encode import encoded_batches
 from niels_gpt.cache.formats import DEFAULT_SHARD_BYTES, FORMAT_VERSION, TOKEN_DTYPE_NAME
 from niels_gpt.cache.meta import write_meta
 from niels_gpt.cache.mmap import TOKEN_BYTES
-from niels_gpt.cache.shard_writer import ShardWriter, prepare_out_dir
+from niels_gpt.cache.shard_writer import ShardWriter, prepare_out_dir, run_writers
 
 DEFAULT_VAL_DOC_PROB = 0.025  # config_schema: sources.fineweb_edu.val_doc_prob
 # With little budget left, batches shrink to (remaining tokens * this) chars so reading stops soon
@@ -82,20 +82,7 @@ def _check_budgets(max_train_tokens, max_val_tokens, shard_bytes) -> None:
 
 def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], meta: dict, source: dict) -> dict:
     """Run `fill` (writes tokens, returns extra meta), then rename shards and write meta.json last."""
-    try:
-        meta.update(fill())
-        for w in writers.values():
-            w.finish()
-        for w in writers.values():
-            w.commit()
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
-    for split, w in writers.items():
-        meta[f"{split}_tokens"] = w.n_tokens
-        meta[f"{split}_documents"] = w.n_documents
-    meta["shards"] = {split: w.shards for split, w in writers.items()}
+    meta.update(run_writers(writers, fill))
     meta["built"] = True
     meta.update(source_meta(**source))
     write_meta(str(Path(out_dir) / "meta.json"), meta)

@@ -101,3 +101,26 @@ def prepare_out_dir(out_dir: str | os.PathLike) -> Path:
         remove_files(out / split, ("shard_*.bin", "*" + TMP_SUFFIX))
         (out / split).mkdir(parents=True, exist_ok=True)
     return out
+
+
+def run_writers(writers: dict[str, "ShardWriter"], fill) -> dict:
+    """Run `fill()` (it writes tokens and returns extra meta), then finish and rename every writer's
+    shards; on any error abort them all (no shard keeps its final name) and re-raise.
+
+    Returns fill's dict plus, per split, `{split}_tokens`, `{split}_documents` and `shards`.
+    """
+    try:
+        extra = fill()
+        for w in writers.values():
+            w.finish()
+        for w in writers.values():
+            w.commit()
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    for split, w in writers.items():
+        extra[f"{split}_tokens"] = w.n_tokens
+        extra[f"{split}_documents"] = w.n_documents
+    extra["shards"] = {split: w.shards for split, w in writers.items()}
+    return extra
