@@ -36,3 +36,21 @@ def test_build_all_demo_builds_every_cache_and_verifies(tmp_path, isolated_hf_ca
         assert (cache / "streams" / f"{stream}_val.bin").stat().st_size > 0
     capsys.readouterr()
     assert run_cli(main, ["verify", str(cache)]) == 0, capsys.readouterr().out
+    run_readme_python_blocks(tmp_path)
+
+
+def run_readme_python_blocks(workdir) -> None:
+    """The README's training-script snippets run as written against a freshly built cache."""
+    import os
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)\n```", readme, re.S)
+    usage = blocks[0]  # the first block: reading the caches in a training script
+    old = os.getcwd()
+    os.chdir(workdir)
+    try:
+        exec(compile(usage, "README.md", "exec"), {})
+    finally:
+        os.chdir(old)
