@@ -43,12 +43,19 @@ def tokenizer_sources(cfg: dict) -> list[str]:
 
 
 def _sample(cfg: dict, sources: list[str], stats: dict[str, dict]) -> Iterator[str]:
+    """The training texts, source after source; a progress bar counts characters read (SentencePiece
+    reads them all first, then trains without further output)."""
+    from tqdm import tqdm
+
     from niels_gpt.data.registry import tokenizer_texts
 
     cap = cfg["tokenizer"]["sample_chars"] // len(sources)
-    for source in sources:
-        stats[source] = {"docs": 0, "chars": 0}
-        yield from _capped(tokenizer_texts(cfg, source), cap, stats[source])
+    with tqdm(total=cap * len(sources), desc="tokenizer sample", unit="char", unit_scale=True, disable=None) as bar:
+        for source in sources:
+            stats[source] = {"docs": 0, "chars": 0}
+            for text in _capped(tokenizer_texts(cfg, source), cap, stats[source]):
+                bar.update(len(text))
+                yield text
 
 
 def _remove_outputs(out_dir: Path) -> None:
