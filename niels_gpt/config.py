@@ -109,9 +109,15 @@ def _message(err) -> str:
     return f"key {path!r}: {err.message}"
 
 
+MIXTURE_SOURCES = {"sft.mix": ("dolly15k", "oasst1", "primer"), "streams.p_train": ("wiki", "roam", "primer")}
+
+
 def _check_mixtures(config: dict) -> list[str]:
     problems = []
     for path, mix in (("sft.mix", config["sft"]["mix"]), ("streams.p_train", config["streams"]["p_train"])):
+        unknown = sorted(set(mix) - set(MIXTURE_SOURCES[path]))
+        if unknown:
+            problems.append(f"key {path!r}: unknown source(s) {unknown}; expected some of {', '.join(MIXTURE_SOURCES[path])}")
         total = sum(mix.values())
         if abs(total - 1.0) > 1e-6:
             problems.append(f"key {path!r}: probabilities must sum to 1, got {total:.6g} ({mix})")

@@ -70,3 +70,8 @@ def test_load_config_merges_overrides(tmp_path):
 
 def test_schema_file_is_packaged_beside_the_module():
     assert SCHEMA_PATH.exists()
+
+
+def test_mixture_names_must_be_known_sources():
+    with pytest.raises(ConfigError, match=r"sft.mix.*unknown source\(s\) \['dolly'\]"):
+        prepare_config({"sft": {"mix": {"primer": 0.1, "oasst1": 0.7, "dolly": 0.2}}})
