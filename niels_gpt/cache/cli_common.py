@@ -85,20 +85,47 @@ def _split_glob(text: str) -> tuple[str, str]:
     return split, pattern
 
 
+def _shown(value: Any) -> Any:
+    """A default as help shows it: strings that are empty or hold newlines quoted, counts with commas."""
+    if isinstance(value, str) and ("\n" in value or not value):
+        return repr(value)
+    if isinstance(value, dict):
+        return "see config_schema.yaml"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return value
+
+
 def add_config_flag(
-    parser: argparse.ArgumentParser, flag: str, key: str, help: str = "", *, source: str | None = None, **kwargs
+    parser: argparse.ArgumentParser,
+    flag: str,
+    key: str,
+    help: str = "",
+    *,
+    source: str | None = None,
+    sources: list[str] | tuple[str, ...] | None = None,
+    **kwargs,
 ) -> None:
     """Add `--flag` bound to dotted config `key`; its help shows the schema default.
 
     `key` may contain "{source}" (e.g. "sources.{source}.max_train_tokens"): it is filled in from
-    `args.source` when the config is resolved; help then shows the default for `source` if given.
-    A key whose value is a mapping (demo_data_files) takes repeated `--flag SPLIT=GLOB`.
+    `args.source` when the config is resolved; help then shows the default for `source` if given, or
+    every default of `sources` (those that have the key). A key whose value is a mapping
+    (demo_data_files) takes repeated `--flag SPLIT=GLOB`.
     """
     defaults = schema_defaults()
+    per_source = {}
+    for name in sources or ():
+        try:
+            per_source[name] = _get(defaults, key.format(source=name))
+        except KeyError:
+            continue
     try:
         default = _get(defaults, key.format(source=source)) if ("{" not in key or source) else None
     except KeyError:
         default = None
+    if default is None and per_source and source is None:
+        default = next(iter(per_source.values()))  # for the flag's kind (bool, mapping); help lists them all
     if isinstance(default, bool):
         kwargs.setdefault("action", argparse.BooleanOptionalAction)
     if isinstance(default, dict) and key.endswith("data_files"):
@@ -107,9 +134,13 @@ def add_config_flag(
         kwargs.setdefault("metavar", "SPLIT=GLOB")
     if "type" in kwargs and kwargs.get("action") is None:
         kwargs["type"] = _nullable(kwargs["type"])
-    shown = repr(default) if isinstance(default, str) and ("\n" in default or not default) else default
     where = key if "{" not in key or source else key + ", per source"
-    parser.add_argument(flag, default=None, help=f"{help} [config: {where}; default: {shown}]".strip(), **kwargs)
+    if per_source and source is None:
+        listed = "; ".join(f"{name}={_shown(value)}" for name, value in per_source.items())
+        text = f"{help} [config: {where}; defaults: {listed}]"
+    else:
+        text = f"{help} [config: {where}; default: {_shown(default)}]"
+    parser.add_argument(flag, default=None, help=text.strip(), **kwargs)
     dest = flag.lstrip("-").replace("-", "_")
     getattr(parser, _FLAG_KEYS, None) or setattr(parser, _FLAG_KEYS, {})
     getattr(parser, _FLAG_KEYS)[dest] = key

@@ -48,15 +48,6 @@ def _sources_with(field: str) -> list[str]:
     return [s for s in PRETRAIN_SOURCES if field in defaults[s]]
 
 
-def _per_source_help(field: str, text: str) -> str:
-    defaults = schema_defaults()["sources"]
-    shown = []
-    for s in _sources_with(field):
-        d = defaults[s][field]
-        shown.append(f"{s}={d:,}" if isinstance(d, int) and not isinstance(d, bool) else f"{s}={d}")
-    return f"{text} [config: sources.<source>.{field}; defaults: {'; '.join(shown)}]"
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "build-pretrain",
@@ -78,8 +69,7 @@ def register(subparsers) -> None:
     p.add_argument("--part", type=int, default=None,
                    help="Build only part K (0-based) of --num-parts into --out-dir [default: the whole source]")
     for flag, (field, text, kwargs) in SOURCE_FLAGS.items():
-        add_config_flag(p, flag, f"sources.{{source}}.{field}", text, **kwargs)
-        p._actions[-1].help = _per_source_help(field, text)  # add_config_flag can only show one source's default
+        add_config_flag(p, flag, f"sources.{{source}}.{field}", text, sources=_sources_with(field), **kwargs)
     p.set_defaults(func=run_build_pretrain, _parser=p)
     register_merge(subparsers)
 

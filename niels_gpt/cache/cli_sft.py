@@ -33,17 +33,6 @@ def _tokenizer_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _show_per_source_defaults(p: argparse.ArgumentParser, key: str) -> None:
-    """Replace 'default: None' in the help of the flag bound to `key` by each source's default."""
-    from niels_gpt.config import schema_defaults
-
-    sources = schema_defaults()["sources"]
-    field = key.rsplit(".", 1)[1]
-    shown = ", ".join(f"{s}={sources[s][field]}" for s in SFT_SOURCE_NAMES if field in sources[s])
-    action = p._actions[-1]
-    action.help = action.help.replace("default: None]", f"default: {shown}]")
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "build-sft",
@@ -57,29 +46,21 @@ def register(sub) -> None:
     add_config_file_flag(p)
     add_config_flag(p, "--demo", "demo", help="read the bundled offline sample data")
     add_config_flag(p, "--seed", "seed", type=int)
-    add_config_flag(p, "--enabled", "sources.{source}.enabled", action=argparse.BooleanOptionalAction,
+    add_config_flag(p, "--enabled", "sources.{source}.enabled", sources=SFT_SOURCE_NAMES, action=argparse.BooleanOptionalAction,
                     help="build it (--no-enabled writes a 'not built' meta)")  # fmt: skip
-    _show_per_source_defaults(p, "sources.{source}.enabled")
-    add_config_flag(p, "--dataset-id", "sources.{source}.dataset_id", type=str, help="hub dataset id")
-    _show_per_source_defaults(p, "sources.{source}.dataset_id")
-    add_config_flag(p, "--split", "sources.{source}.split", type=str, help="hub split")
-    _show_per_source_defaults(p, "sources.{source}.split")
-    add_config_flag(p, "--revision", "sources.{source}.revision", type=str, help="hub revision")
-    _show_per_source_defaults(p, "sources.{source}.revision")
-    add_config_flag(p, "--val-frac", "sources.{source}.val_frac", type=float, help="share held out for val")
-    _show_per_source_defaults(p, "sources.{source}.val_frac")
-    add_config_flag(p, "--truncation", "sources.{source}.truncation", choices=["head", "tail"],
+    add_config_flag(p, "--dataset-id", "sources.{source}.dataset_id", sources=SFT_SOURCE_NAMES, type=str, help="hub dataset id")
+    add_config_flag(p, "--split", "sources.{source}.split", sources=SFT_SOURCE_NAMES, type=str, help="hub split")
+    add_config_flag(p, "--revision", "sources.{source}.revision", sources=SFT_SOURCE_NAMES, type=str, help="hub revision")
+    add_config_flag(p, "--val-frac", "sources.{source}.val_frac", sources=SFT_SOURCE_NAMES, type=float, help="share held out for val")
+    add_config_flag(p, "--truncation", "sources.{source}.truncation", sources=SFT_SOURCE_NAMES, choices=["head", "tail"],
                     help="which end of a long example is kept")  # fmt: skip
-    _show_per_source_defaults(p, "sources.{source}.truncation")
     add_config_flag(p, "--t-max", "sft.t_max", type=int, help="context length T_max")
     add_config_flag(p, "--include-system", "sources.dolly15k.include_system", help="(dolly15k) prepend a system message")
     add_config_flag(p, "--english-only", "sources.oasst1.english_only", help="(oasst1) keep lang == 'en' only")
     add_config_flag(p, "--max-messages", "sources.oasst1.max_messages", type=int, help="(oasst1) cap per thread")
     add_config_flag(p, "--primer-jsonl", "sources.primer.jsonl", type=str, help="(primer) chat examples file")
-    add_config_flag(p, "--data-files", "sources.{source}.demo_data_files", source="dolly15k",
+    add_config_flag(p, "--data-files", "sources.{source}.demo_data_files", sources=SFT_SOURCE_NAMES,
                     help="local files in the hub schema, used when demo=true (repeatable)")  # fmt: skip
-    p._actions[-1].help = ("local files in the hub schema, used when demo=true (repeatable) "
-                           "[config: sources.{source}.demo_data_files; defaults: config_schema.yaml]")  # fmt: skip
     p.set_defaults(func=run_build_sft, _parser=p)
 
     q = sub.add_parser(
