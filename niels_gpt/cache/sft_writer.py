@@ -187,27 +187,17 @@ def build_sft_cache(
                 files.update(res["files"])
                 if "num_groups" in split_info:
                     splits[split]["num_groups"] = split_info["num_groups"][split]
-        for name in files:  # every file complete: move them into place, then meta.json last
-            os.replace(tmp_path_for(out / name), out / name)
+        _publish(out, files)  # every file complete: move them into place, then meta.json last
         meta = {
-            "kind": "sft",
+            **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
             "built": True,
-            "format_version": FORMAT_VERSION,
-            "source": source,
-            "dataset_name": dataset_name if dataset_name is not None else source,
-            "dataset_config": dataset_config,
             "split_rule": f"{SPLIT_RULE}; by {split_info['split_by']}",
             "split_by": split_info["split_by"],
-            "seed": seed,
             "val_frac": val_frac,
             "T_max": t_max,
             "truncation": truncation,
             "template": TEMPLATE,
-            "token_dtype": TOKEN_DTYPE_NAME,
             "offset_dtype": "int64-le",
-            "tokenizer_sha256": tokenizer.sha256,
-            "vocab_size": tokenizer.vocab_size,
-            "special_token_ids": dict(tokenizer.special_ids),
             "num_input_examples": len(pairs_list),
             "train_examples": splits["train"]["num_examples"],
             "val_examples": splits["val"]["num_examples"],
@@ -243,28 +233,40 @@ def write_not_built(
     files = {}
     for split in SPLITS:
         files.update(_write_split([], tokenizer, out, split, 1, "head", _NoBar())["files"])
-    for name in files:
-        os.replace(tmp_path_for(out / name), out / name)
+    _publish(out, files)
     meta = {
-        "kind": "sft",
+        **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
         "built": False,
         "reason": reason,
-        "format_version": FORMAT_VERSION,
-        "source": source,
-        "dataset_name": dataset_name if dataset_name is not None else source,
-        "dataset_config": dataset_config,
         "split_rule": None,
-        "seed": seed,
-        "token_dtype": TOKEN_DTYPE_NAME,
-        "tokenizer_sha256": getattr(tokenizer, "sha256", None),
-        "vocab_size": getattr(tokenizer, "vocab_size", None),
-        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
         "train_examples": 0,
         "val_examples": 0,
         "files": files,
     }
     write_meta(str(out / "meta.json"), meta)
     return meta
+
+
+def _meta_header(source, dataset_name, dataset_config, seed: int, tokenizer) -> dict:
+    """The meta fields every SFT cache has, built or not (seed 000's common fields among them)."""
+    return {
+        "kind": "sft",
+        "format_version": FORMAT_VERSION,
+        "source": source,
+        "dataset_name": dataset_name if dataset_name is not None else source,
+        "dataset_config": dataset_config,
+        "seed": seed,
+        "token_dtype": TOKEN_DTYPE_NAME,
+        "tokenizer_sha256": getattr(tokenizer, "sha256", None),
+        "vocab_size": getattr(tokenizer, "vocab_size", None),
+        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
+    }
+
+
+def _publish(out: Path, files: dict) -> None:
+    """Rename every complete `name.tmp` of `files` onto its final name."""
+    for name in files:
+        os.replace(tmp_path_for(out / name), out / name)
 
 
 class _NoBar:
