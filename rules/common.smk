@@ -9,7 +9,6 @@ from niels_gpt.cache.formats import FORMAT_VERSION
 from niels_gpt.config import ConfigError, prepare_config
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, SPLIT_SOURCES, source_input_files
 
-PY = sys.executable  # the interpreter running snakemake, venv or not
 
 try:
     _validated = prepare_config(dict(config), source="config.yaml + --config")
