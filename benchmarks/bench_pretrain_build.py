@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from niels_gpt.cache import batch_encode, pretrain_writer
+from niels_gpt.pretrain import encode as batch_encode, writer as pretrain_writer
 from niels_gpt.data.normalize import normalize_text
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece

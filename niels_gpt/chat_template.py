@@ -1,4 +1,4 @@
-"""The chat template: the only place a chat becomes token ids (seed 001, SPEC section 7).
+"""The chat template: the only place a chat becomes token ids.
 
 Template, one block per message, in the order given (no reordering, no alternation check):
 

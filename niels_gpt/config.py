@@ -109,15 +109,21 @@ def _message(err) -> str:
     return f"key {path!r}: {err.message}"
 
 
-MIXTURE_SOURCES = {"sft.mix": ("dolly15k", "oasst1", "primer"), "streams.p_train": ("wiki", "roam", "primer")}
+def _check_sources(config: dict) -> list[str]:
+    """Source names in mixtures and stream lists must be the registry's; weights sum to 1."""
+    from niels_gpt.data.registry import SFT_SOURCES, STREAM_SOURCES
 
-
-def _check_mixtures(config: dict) -> list[str]:
     problems = []
-    for path, mix in (("sft.mix", config["sft"]["mix"]), ("streams.p_train", config["streams"]["p_train"])):
-        unknown = sorted(set(mix) - set(MIXTURE_SOURCES[path]))
+    for path, names, known in (
+        ("sft.mix", config["sft"]["mix"], SFT_SOURCES),
+        ("streams.p_train", config["streams"]["p_train"], STREAM_SOURCES),
+        ("streams.enabled_sources", config["streams"]["enabled_sources"], STREAM_SOURCES),
+        ("streams.required_sources", config["streams"]["required_sources"], STREAM_SOURCES),
+    ):
+        unknown = sorted(set(names) - set(known))
         if unknown:
-            problems.append(f"key {path!r}: unknown source(s) {unknown}; expected some of {', '.join(MIXTURE_SOURCES[path])}")
+            problems.append(f"key {path!r}: unknown source(s) {unknown}; expected some of {', '.join(known)}")
+    for path, mix in (("sft.mix", config["sft"]["mix"]), ("streams.p_train", config["streams"]["p_train"])):
         total = sum(mix.values())
         if abs(total - 1.0) > 1e-6:
             problems.append(f"key {path!r}: probabilities must sum to 1, got {total:.6g} ({mix})")
@@ -139,7 +145,7 @@ def prepare_config(config: dict | None, *, source: str = "config") -> dict:
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_message(e) for e in errors]
     if not problems:
-        problems = _check_mixtures(filled)
+        problems = _check_sources(filled)
     if problems:
         raise ConfigError(f"{source}: invalid configuration:\n  - " + "\n  - ".join(problems))
     return filled

@@ -1,7 +1,7 @@
 """The four chat special tokens, by name.
 
-Seed 000 fixes the strings; seed 001's `<|sys|>`, `<|usr|>`, `<|asst|>`, `<|eot|>` are short names
-for the same four. They are SentencePiece *control symbols*: they have ids, but no text ever
+The literal strings carry a random suffix so no real text contains them by accident; `<|sys|>`,
+`<|usr|>`, `<|asst|>`, `<|eot|>` are their short names (what `inspect` shows). They are SentencePiece *control symbols*: they have ids, but no text ever
 encodes to them, so a message that contains the literal string cannot inject a control token.
 """
 
@@ -15,5 +15,5 @@ SPECIAL_TOKENS: dict[str, str] = {
     "eot": f"<|ngpt_eot_{SPECIAL_SUFFIX}|>",
 }
 
-# chat role -> special token name (seed 001's locked mapping)
+# chat role -> special token name (fixed: caches and trained models depend on it)
 ROLE_TO_SPECIAL: dict[str, str] = {"system": "sys", "user": "usr", "assistant": "asst"}

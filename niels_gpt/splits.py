@@ -1,7 +1,8 @@
 """The one way to split anything into train/val: seeded torch RNG, by item or by group.
 
 Used for roam files, primer dialogues and every SFT source (oasst1 groups threads by tree, so a
-tree never straddles train and val). SPEC section 9: torch RNG only, from the one config seed.
+tree never straddles train and val). Torch RNG only, seeded from the one config seed, so every
+split is a function of (items, val_frac, seed).
 
 Rule: n_val = floor(n * val_frac), raised to 1 when val_frac > 0 and n >= 2 (an empty val split
 would make every val consumer fail); the first n_val items of `torch.randperm(n)` under

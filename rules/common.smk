@@ -5,9 +5,18 @@ import json
 import os
 import sys
 
-from niels_gpt.cache.formats import FORMAT_VERSION
+from niels_gpt import layout
 from niels_gpt.config import ConfigError, prepare_config
-from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, SPLIT_SOURCES, source_input_files
+from niels_gpt.data.registry import (
+    PRETRAIN_SOURCES,
+    SFT_SOURCES,
+    STREAM_CONFIG,
+    STREAM_SOURCES,
+    STREAMED_SOURCES,
+    source_input_files,
+    stream_input_files,
+)
+from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
 
 
 try:
@@ -18,10 +27,15 @@ config.clear()
 config.update(_validated)
 
 CACHE = config["cache_dir"]
-STREAM_SOURCES = config["streams"]["enabled_sources"]
-TOKENIZER_MODEL = f"{CACHE}/tokenizer/spm.model"
-ALL_FLAG = f"{CACHE}/all"
-SFT_FILES = ("train_tokens.bin", "train_idx.npy", "val_tokens.bin", "val_idx.npy", "meta.json")
+ENABLED_STREAMS = config["streams"]["enabled_sources"]
+TOKENIZER_MODEL = layout.tokenizer_model(CACHE)
+TOKENIZER_META = f"{layout.tokenizer_dir(CACHE)}/{layout.META}"
+ALL_FLAG = f"{CACHE}/{layout.ALL_FLAG}"
+# Output folders as wildcard patterns: the rules name their files with layout's names
+PRETRAIN_DIR = layout.pretrain_dir(CACHE, "{source}")
+PART_DIR = f"{PRETRAIN_DIR}/{layout.PARTS_DIR}/{{part}}"
+SFT_DIR = layout.sft_dir(CACHE, "{source}")
+STREAMS_DIR = layout.streams_dir(CACHE)
 
 # Keys of a pretrain source that decide which text the tokenizer samples (budgets do not).
 TOKENIZER_SOURCE_KEYS = (
@@ -33,11 +47,6 @@ TOKENIZER_SOURCE_KEYS = (
 def spec_json(values):
     """One canonical JSON string per job: changing any value in it re-runs exactly that job."""
     return json.dumps(values, sort_keys=True, separators=(",", ":"))
-
-
-def source_files(source):
-    """Local files a source reads (demo data, roam notes, primer files); [] for a hub source."""
-    return source_input_files(config, source)
 
 
 def tokenizer_spec():
@@ -62,16 +71,16 @@ def pretrain_spec(wildcards):
 
 
 def pretrain_inputs(wildcards):
-    return source_files(wildcards.source)
+    return source_input_files(config, wildcards.source)
 
 
 # Scale-out (pretrain.num_parts > 1): the enabled streamed sources build as part jobs + one merge;
 # every other pretrain source (wikitext, roam, a disabled one) stays one `pretrain` job. Decided here,
 # at parse time, so every output has exactly one producing rule.
 NUM_PARTS = config["pretrain"]["num_parts"]
-PARTED_SOURCES = [s for s in SPLIT_SOURCES if NUM_PARTS > 1 and config["sources"][s]["enabled"]]
+PARTED_SOURCES = [s for s in STREAMED_SOURCES if NUM_PARTS > 1 and config["sources"][s]["enabled"]]
 WHOLE_SOURCES = [s for s in PRETRAIN_SOURCES if s not in PARTED_SOURCES]
-PART_IDS = [f"{k:03d}" for k in range(NUM_PARTS)]
+PART_NAMES = [layout.part_name(k) for k in range(NUM_PARTS)]
 
 
 def pretrain_part_spec(wildcards):
@@ -84,15 +93,19 @@ def pretrain_part_spec(wildcards):
     })
 
 
+def part_index(wildcards):
+    """The part number in a part folder name (part_007 -> 7)."""
+    return PART_NAMES.index(wildcards.part)
+
+
 def pretrain_merge_spec(wildcards):
     return spec_json({"pretrain": {"shard_bytes": config["pretrain"]["shard_bytes"], "num_parts": NUM_PARTS}})
 
 
 def pretrain_part_outputs(wildcards):
     """Every declared output of the source's part jobs: the merge's inputs."""
-    return [
-        f"{CACHE}/pretrain/{wildcards.source}/parts/part_{k}/{name}" for k in PART_IDS for name in ("train", "val", "meta.json")
-    ]
+    parts = f"{layout.pretrain_dir(CACHE, wildcards.source)}/{layout.PARTS_DIR}"
+    return [f"{parts}/{part}/{name}" for part in PART_NAMES for name in (*layout.SPLITS, layout.META)]
 
 
 def sft_spec(wildcards):
@@ -104,15 +117,11 @@ def sft_spec(wildcards):
 
 
 def sft_inputs(wildcards):
-    return source_files(wildcards.source)
-
-
-STREAM_CONFIG_SOURCE = {"wiki": "wikitext", "roam": "roam", "primer": "primer"}
-STREAM_INPUT_SOURCE = {"wiki": "wikitext", "roam": "roam", "primer": "primer_text"}
+    return source_input_files(config, wildcards.source)
 
 
 def stream_spec(wildcards):
-    s = STREAM_CONFIG_SOURCE[wildcards.source]
+    s = STREAM_CONFIG[wildcards.source]
     streams = {k: config["streams"][k] for k in ("doc_separator", "T", "enabled_sources", "required_sources")}
     return spec_json({
         "seed": config["seed"], "demo": config["demo"], "streams": streams, "sources": {s: config["sources"][s]},
@@ -120,16 +129,21 @@ def stream_spec(wildcards):
 
 
 def stream_inputs(wildcards):
-    return source_files(STREAM_INPUT_SOURCE[wildcards.source])
+    return stream_input_files(config, wildcards.source)
 
 
 # Every declared output of every job behind cache/all (not just the meta.json files), so that the
 # flag check below notices any one of them missing.
 ALL_TARGETS = (
-    [TOKENIZER_MODEL, f"{CACHE}/tokenizer/meta.json"]
-    + [f"{CACHE}/pretrain/{s}/{name}" for s in PRETRAIN_SOURCES for name in ("train", "val", "meta.json")]
-    + [f"{CACHE}/sft/{s}/{name}" for s in SFT_SOURCES for name in SFT_FILES]
-    + [f"{CACHE}/streams/{s}_{split}{ext}" for s in STREAM_SOURCES for split in ("train", "val") for ext in (".bin", ".meta.json")]
+    [TOKENIZER_MODEL, TOKENIZER_META]
+    + [f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)]
+    + [f"{layout.sft_dir(CACHE, s)}/{name}" for s in SFT_SOURCES for name in layout.sft_file_names()]
+    + [
+        path(layout.streams_dir(CACHE), s, split)
+        for s in ENABLED_STREAMS
+        for split in layout.SPLITS
+        for path in (layout.stream_bin, layout.stream_meta)
+    ]
 )
 
 # Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed

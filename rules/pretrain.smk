@@ -2,7 +2,7 @@
 # The shard count is known only after the build, so the split folders are directory() outputs
 # (Snakemake clears them before a rerun: no stale shards) and meta.json, written last, lists them.
 # With pretrain.num_parts > 1 the enabled streamed sources (PARTED_SOURCES) are built by pretrain_part
-# (one job per part, cache/pretrain/{source}/parts/part_NNN/) and pretrain_merge instead (pretrain_parts.py).
+# (one job per part, cache/pretrain/{source}/parts/part_NNN/) and pretrain_merge instead (niels_gpt/pretrain/parts.py).
 
 
 rule pretrain:
@@ -10,9 +10,9 @@ rule pretrain:
         model=TOKENIZER_MODEL,
         files=pretrain_inputs,
     output:
-        train=directory(f"{CACHE}/pretrain/{{source}}/train"),
-        val=directory(f"{CACHE}/pretrain/{{source}}/val"),
-        meta=f"{CACHE}/pretrain/{{source}}/meta.json",
+        train=directory(f"{PRETRAIN_DIR}/train"),
+        val=directory(f"{PRETRAIN_DIR}/val"),
+        meta=f"{PRETRAIN_DIR}/{layout.META}",
     wildcard_constraints:
         source="|".join(WHOLE_SOURCES),
     params:
@@ -37,24 +37,25 @@ if PARTED_SOURCES:
             model=TOKENIZER_MODEL,
             files=pretrain_inputs,
         output:
-            train=directory(f"{CACHE}/pretrain/{{source}}/parts/part_{{part}}/train"),
-            val=directory(f"{CACHE}/pretrain/{{source}}/parts/part_{{part}}/val"),
-            meta=f"{CACHE}/pretrain/{{source}}/parts/part_{{part}}/meta.json",
+            train=directory(f"{PART_DIR}/train"),
+            val=directory(f"{PART_DIR}/val"),
+            meta=f"{PART_DIR}/{layout.META}",
         wildcard_constraints:
             source="|".join(PARTED_SOURCES),
-            part="|".join(PART_IDS),
+            part="|".join(PART_NAMES),
         params:
             spec=pretrain_part_spec,
+            index=part_index,
             format_version=FORMAT_VERSION,
         threads: 2
         conda:
             "../environment.yml"
         log:
-            f"{CACHE}/logs/pretrain/{{source}}/part_{{part}}.log",
+            f"{CACHE}/logs/pretrain/{{source}}/{{part}}.log",
         benchmark:
-            f"{CACHE}/benchmarks/pretrain/{{source}}/part_{{part}}.tsv"
+            f"{CACHE}/benchmarks/pretrain/{{source}}/{{part}}.tsv"
         shell:
-            "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --part {wildcards.part}"
+            "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --part {params.index}"
             " --tokenizer {input.model} --out-dir $(dirname {output.meta}) --num-threads {threads}"
             " --spec {params.spec:q} > {log} 2>&1"
 
@@ -62,9 +63,9 @@ if PARTED_SOURCES:
         input:
             parts=pretrain_part_outputs,
         output:
-            train=directory(f"{CACHE}/pretrain/{{source}}/train"),
-            val=directory(f"{CACHE}/pretrain/{{source}}/val"),
-            meta=f"{CACHE}/pretrain/{{source}}/meta.json",
+            train=directory(f"{PRETRAIN_DIR}/train"),
+            val=directory(f"{PRETRAIN_DIR}/val"),
+            meta=f"{PRETRAIN_DIR}/{layout.META}",
         wildcard_constraints:
             source="|".join(PARTED_SOURCES),
         params:
@@ -78,5 +79,5 @@ if PARTED_SOURCES:
             f"{CACHE}/benchmarks/pretrain/{{source}}.tsv"
         shell:
             "{sys.executable} -m niels_gpt.cache.cli merge-pretrain --source {wildcards.source}"
-            " --parts-dir $(dirname {output.meta})/parts --out-dir $(dirname {output.meta})"
+            " --out-dir $(dirname {output.meta})"
             " --spec {params.spec:q} > {log} 2>&1"

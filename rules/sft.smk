@@ -8,11 +8,11 @@ rule sft:
         model=TOKENIZER_MODEL,
         files=sft_inputs,
     output:
-        train_tokens=f"{CACHE}/sft/{{source}}/train_tokens.bin",
-        train_idx=f"{CACHE}/sft/{{source}}/train_idx.npy",
-        val_tokens=f"{CACHE}/sft/{{source}}/val_tokens.bin",
-        val_idx=f"{CACHE}/sft/{{source}}/val_idx.npy",
-        meta=f"{CACHE}/sft/{{source}}/meta.json",
+        train_tokens=f"{SFT_DIR}/{layout.sft_tokens_name('train')}",
+        train_idx=f"{SFT_DIR}/{layout.sft_offsets_name('train')}",
+        val_tokens=f"{SFT_DIR}/{layout.sft_tokens_name('val')}",
+        val_idx=f"{SFT_DIR}/{layout.sft_offsets_name('val')}",
+        meta=f"{SFT_DIR}/{layout.META}",
     wildcard_constraints:
         source="|".join(SFT_SOURCES),
     params:

@@ -1,5 +1,4 @@
-# Byte streams (seed 002): utf-8 bytes of wiki, roam and primer text per split, for byte-level
-# models. No tokenizer involved. Inputs are the roam notes / data/primer.txt (wiki: the demo
+# Byte streams: utf-8 bytes of wiki, roam and primer text per split, for byte-level models. No tokenizer involved. Inputs are the roam notes / data/primer.txt (wiki: the demo
 # parquet files, or the hub spec in params), so editing one roam note rebuilds the roam streams only.
 
 
@@ -7,15 +6,15 @@ rule streams:
     input:
         stream_inputs,
     output:
-        train=f"{CACHE}/streams/{{source}}_train.bin",
-        train_meta=f"{CACHE}/streams/{{source}}_train.meta.json",
-        val=f"{CACHE}/streams/{{source}}_val.bin",
-        val_meta=f"{CACHE}/streams/{{source}}_val.meta.json",
+        train=layout.stream_bin(STREAMS_DIR, "{source}", "train"),
+        train_meta=layout.stream_meta(STREAMS_DIR, "{source}", "train"),
+        val=layout.stream_bin(STREAMS_DIR, "{source}", "val"),
+        val_meta=layout.stream_meta(STREAMS_DIR, "{source}", "val"),
     wildcard_constraints:
-        source="wiki|roam|primer",
+        source="|".join(STREAM_SOURCES),
     params:
         spec=stream_spec,
-        format_version=FORMAT_VERSION,
+        format_version=STREAM_FORMAT_VERSION,
     conda:
         "../environment.yml"
     log:

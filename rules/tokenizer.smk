@@ -11,7 +11,7 @@ rule tokenizer:
         tokenizer_inputs(),
     output:
         model=TOKENIZER_MODEL,
-        meta=f"{CACHE}/tokenizer/meta.json",
+        meta=TOKENIZER_META,
     params:
         spec=tokenizer_spec(),
         format_version=FORMAT_VERSION,

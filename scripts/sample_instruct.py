@@ -52,7 +52,7 @@ def closed_qa(w: Writer, f: dict) -> tuple[str, str]:
         "person": [(f"Where was {f['person']} born?", f"{f['person']} was born in {f['name']}."),
                    (f"How many studies has {f['person']} published?", f"{f['count']} studies, mostly on {f['known']}.")],
         "society": [(f"Who founded the {f['name']} Society?", f"{f['person']} founded it in {f['year']}."),
-                    (f"How many local chapters does the society have?", f"It has {f['count']} local chapters.")],
+                    ("How many local chapters does the society have?", f"It has {f['count']} local chapters.")],
     }[f["kind"]]
     q, a = w.pick(options)
     prefix = w.pick([f"Given this paragraph about {subject}, ", "Based on the text, ", ""])

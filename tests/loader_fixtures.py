@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 WIKI_TRAIN = [
     "", " = Alpha River = \n", "", " The Alpha River runs north . \n", " = = Course = = \n",
@@ -102,19 +101,3 @@ def write_demo_tree(root: Path) -> dict:
             "primer": {"jsonl": str(primer), "text": str(primer_txt)},
         },
     }
-
-
-@pytest.fixture(scope="session", autouse=False)
-def isolated_hf_cache(tmp_path_factory):
-    """Prepared (non-streaming) datasets write Arrow caches: keep them out of ~/.cache.
-
-    Also drops datasets' 5 s sleep after every buffer-shuffled stream (a guard against an Arrow
-    crash at interpreter exit, apache/arrow#45214): it would make each shuffled test take 5 s.
-    """
-    import datasets
-
-    old = datasets.config.HF_DATASETS_CACHE, datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN
-    datasets.config.HF_DATASETS_CACHE = tmp_path_factory.mktemp("hf_datasets_cache")
-    datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = 0
-    yield datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE, datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = old

@@ -7,9 +7,8 @@ import json
 import yaml
 
 from niels_gpt.cache.cli import main
-from niels_gpt.cache.cli_common import run_cli
+from niels_gpt.command_line import run_cli
 
-from loader_fixtures import isolated_hf_cache  # noqa: F401  (fixture)
 
 SMALL = {
     "tokenizer": {"vocab_size": 500, "sample_chars": 120_000},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from loader_fixtures import DOLLY_ROWS, isolated_hf_cache, write_jsonl  # noqa: F401
+from loader_fixtures import DOLLY_ROWS, write_jsonl
 
 from niels_gpt.data.dolly import SYSTEM_PROMPT, dolly_row_to_chat, iter_dolly_sft
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from loader_fixtures import isolated_hf_cache, write_parquet  # noqa: F401
+from loader_fixtures import write_parquet
 
 from niels_gpt.data.fineweb_edu import iter_fineweb_edu
 from niels_gpt.data.gutenberg import iter_gutenberg

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from loader_fixtures import isolated_hf_cache, write_jsonl, write_parquet  # noqa: F401
+from loader_fixtures import write_jsonl, write_parquet
 
 from niels_gpt.cache.meta import sha256_file
 from niels_gpt.data import hub

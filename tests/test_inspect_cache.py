@@ -9,10 +9,10 @@ import pytest
 from conftest import tiny_corpus
 from tiny_cache_tree import KNOWN_CHAT, PRETRAIN_DOCS, STREAM_TEXT, build_tree, install_tokenizer
 
-from niels_gpt.cache.cache_stats import human_bytes
+from niels_gpt.inspection.info import human_bytes
 from niels_gpt.cache.cli import main
-from niels_gpt.cache.cli_common import run_cli
-from niels_gpt.cache.sft_writer import build_sft_cache
+from niels_gpt.command_line import run_cli
+from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.tokenizer import train_sentencepiece
 
 
@@ -92,7 +92,7 @@ def test_info_marks_caches_built_with_another_tokenizer(tree, capsys, tmp_path):
 
 
 def test_info_caps_the_coverage_sample(tree, capsys, monkeypatch):
-    from niels_gpt.cache import cache_stats
+    from niels_gpt.inspection import info as cache_stats
 
     monkeypatch.setattr(cache_stats, "COVERAGE_SAMPLE_TOKENS", 100)
     rc, out, _ = cli(capsys, "info", tree / "pretrain" / "x")
@@ -108,7 +108,7 @@ def test_inspect_sft_marks_the_loss_active_span(tmp_path, capsys, tiny_tokenizer
     assert ("<|sys|>be brief<|eot|><|usr|>hello there<|eot|><|asst|>[[general kenobi<|eot|>]]"
             "<|usr|>and then?<|eot|><|asst|>[[the river\nopens<|eot|>]]") in out  # fmt: skip
     n_active = len(tiny_tokenizer.encode("general kenobi")) + len(tiny_tokenizer.encode("the river\nopens")) + 2
-    assert f"example 0 of 2: " in out and f", {n_active} loss-active" in out
+    assert "example 0 of 2: " in out and f", {n_active} loss-active" in out
     rc, out, _ = cli(capsys, "inspect", root / "sft" / "k" / "train_tokens.bin", "--example", 1, "--color", "always")
     assert "<|usr|>hello there<|eot|><|asst|>\033[32mgeneral kenobi<|eot|>\033[0m" in out
 

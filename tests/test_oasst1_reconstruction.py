@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from loader_fixtures import isolated_hf_cache, oasst_rows, rows_to_columns, write_parquet  # noqa: F401
+from loader_fixtures import oasst_rows, rows_to_columns, write_parquet
 
 from niels_gpt.data.oasst1 import iter_oasst1_sft, reconstruct_threads
 

@@ -7,21 +7,23 @@ real registry -> hub -> datasets path (`IterableDataset.shard` before the buffer
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import tiny_corpus
-from loader_fixtures import isolated_hf_cache, write_parquet  # noqa: F401
+from loader_fixtures import write_parquet
 
 from niels_gpt.cache.cli import main
 from niels_gpt.cache.meta import read_meta
-from niels_gpt.cache.mmap import list_shards
+from niels_gpt.token_files import list_shards
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.cache.pretrain_job import build_pretrain_source
-from niels_gpt.cache.pretrain_parts import merge_pretrain_parts, part_budget, part_name
-from niels_gpt.cache.verify import verify
+from niels_gpt.pretrain.job import build_pretrain_source
+from niels_gpt.layout import part_name
+from niels_gpt.pretrain.parts import merge_pretrain_parts, part_budget
+from niels_gpt.inspection.verify import verify
 from niels_gpt.config import prepare_config
 from niels_gpt.data.registry import pretrain_input
 
@@ -141,8 +143,8 @@ def test_merge_is_byte_identical_and_clears_stale_outputs(unlimited, tiny_tokeni
     first = file_hashes(out)
     stale = out / "train" / "shard_00099.bin"
     stale.write_bytes(b"\0\0")
-    rc = main(["merge-pretrain", "--source", "fineweb_edu", "--out-dir", str(out), "--num-parts", "2",
-               "--shard-bytes", str(SHARD_BYTES), "--spec", "{}"])  # fmt: skip
+    rc = main(["merge-pretrain", "--source", "fineweb_edu", "--out-dir", str(out), "--set", "pretrain.num_parts=2",
+               "--set", f"pretrain.shard_bytes={SHARD_BYTES}", "--spec", "{}"])  # fmt: skip
     assert rc == 0 and "merging 2 parts" in capsys.readouterr().out
     assert not stale.exists() and file_hashes(out) == first
     _, checks, _ = verify(out, tokenizer_path=tiny_tokenizer_path)
@@ -156,19 +158,20 @@ def test_merge_is_byte_identical_and_clears_stale_outputs(unlimited, tiny_tokeni
 
 def test_cli_builds_a_part_like_the_api(data, unlimited, tiny_tokenizer_path, tmp_path):
     glob, _ = data
-    rc = main(["build-pretrain", "--source", "fineweb_edu", "--num-parts", "4", "--part", "3", "--demo", "--seed", "5",
-               "--data-files", f"train={glob}", "--val-doc-prob", "0.2", "--shuffle-buffer", "40", "--max-train-tokens",
-               "null", "--max-val-tokens", "null", "--shard-bytes", str(SHARD_BYTES), "--tokenizer", tiny_tokenizer_path,
-               "--out-dir", str(tmp_path), "--num-threads", "1", "--spec", "{}"])  # fmt: skip
+    spec = {"seed": 5, "demo": True, "pretrain": {"num_parts": 4, "shard_bytes": SHARD_BYTES}, "sources": {"fineweb_edu": {
+        "demo_data_files": {"train": glob}, "val_doc_prob": 0.2, "shuffle_buffer": 40,
+        "max_train_tokens": None, "max_val_tokens": None}}}  # fmt: skip
+    rc = main(["build-pretrain", "--source", "fineweb_edu", "--part", "3", "--tokenizer", tiny_tokenizer_path,
+               "--out-dir", str(tmp_path), "--num-threads", "1", "--spec", json.dumps(spec)])  # fmt: skip
     assert rc == 0
     want = unlimited[4] / "parts" / part_name(3)
     assert read_meta(str(tmp_path / "meta.json"))["shards"] == read_meta(str(want / "meta.json"))["shards"]
 
 
-def test_cli_num_parts_without_part_is_refused(tmp_path, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["build-pretrain", "--source", "fineweb_edu", "--num-parts", "2", "--out-dir", str(tmp_path), "--spec", "{}"])
-    assert e.value.code == 2 and "--num-parts 2 needs --part K" in capsys.readouterr().err
+def test_cli_part_out_of_range_is_refused(tmp_path, tiny_tokenizer_path):
+    with pytest.raises(ValueError, match=r"--part must be in 0..1 for num_parts=2, got 2"):
+        main(["build-pretrain", "--source", "fineweb_edu", "--part", "2", "--set", "pretrain.num_parts=2",
+              "--tokenizer", tiny_tokenizer_path, "--out-dir", str(tmp_path), "--spec", "{}"])
 
 
 def test_fewer_data_files_than_parts_names_both_numbers(data, tiny_tokenizer_path, tmp_path):

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import tiny_corpus
-from niels_gpt.cache.pretrain_dataset import MixedPretrainBatches, PretrainTokenStreamDataset
-from niels_gpt.cache.pretrain_writer import build_pretrain_cache_presplit
+from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.pretrain.writer import build_pretrain_cache_presplit
 
 T = 10
 
@@ -94,17 +94,3 @@ def test_missing_or_temporary_only_shards_are_refused(tmp_path):
         PretrainTokenStreamDataset(d, T=4)
     with pytest.raises(NotADirectoryError):
         PretrainTokenStreamDataset(tmp_path / "nope", T=4)
-
-
-def test_mixed_batches_follow_p(tmp_path):
-    a = PretrainTokenStreamDataset(write_shards(tmp_path / "a" / "train", [500]), T=T)
-    b = PretrainTokenStreamDataset(write_shards(tmp_path / "b" / "train", [500], offset=10_000), T=T)
-    mix = MixedPretrainBatches({"b": b, "a": a}, {"a": 0.25, "b": 0.75})
-    g = torch.Generator().manual_seed(3)
-    x, y = mix.get_batch(B=4000, generator=g)
-    assert torch.equal(y[:, :-1], x[:, 1:]) and torch.equal(x, x[:, :1] + torch.arange(T))
-    assert abs((x[:, 0] >= 10_000).double().mean().item() - 0.75) < 0.03
-    x2, _ = MixedPretrainBatches({"a": a, "b": b}, {"b": 0.75, "a": 0.25}).get_batch(B=4000, generator=torch.Generator().manual_seed(3))
-    assert torch.equal(x, x2)  # dict order never changes a batch
-    with pytest.raises(ValueError, match="sum to 1"):
-        MixedPretrainBatches({"a": a, "b": b}, {"a": 0.5, "b": 0.6})

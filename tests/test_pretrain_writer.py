@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from conftest import tiny_corpus
-from niels_gpt.cache import batch_encode
+from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta, sha256_file
-from niels_gpt.cache.mmap import list_shards
+from niels_gpt.token_files import list_shards
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.cache.pretrain_writer import build_pretrain_cache, build_pretrain_cache_presplit
+from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
 from niels_gpt.data.types import PretrainSample
 
 

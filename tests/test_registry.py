@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from loader_fixtures import isolated_hf_cache, write_demo_tree  # noqa: F401
+from loader_fixtures import write_demo_tree
 
 from niels_gpt.config import deep_merge, prepare_config
 from niels_gpt.data import registry
@@ -114,7 +114,8 @@ def test_source_input_files(demo):
     notes = registry.source_input_files(cfg, "roam")
     assert len(notes) == 12 and notes == sorted(notes) and not any(".obsidian" in n for n in notes)
     assert registry.source_input_files(cfg, "primer") == [str(root / "primer.jsonl")]
-    assert registry.source_input_files(cfg, "primer_text") == [str(root / "primer.txt")]
+    assert registry.stream_input_files(cfg, "primer") == [str(root / "primer.txt")]
+    assert registry.stream_input_files(cfg, "roam") == notes
     live = deep_merge(cfg, {"demo": False, "sources": {"roam": {"root": str(root / "missing")}}})
     assert registry.source_input_files(live, "oasst1") == [] and registry.source_input_files(live, "roam") == []
 
@@ -127,14 +128,17 @@ def test_missing_demo_files_fail_loudly(tmp_path):
 
 
 def test_registry_import_and_input_files_stay_light(demo):
-    """The Snakefile calls source_input_files at parse time: no torch, no datasets."""
+    """The Snakefile imports these at parse time: no torch, no datasets, no numpy."""
     _, cfg = demo
     code = textwrap.dedent(f"""
         import json, sys
         from niels_gpt.data import registry
         cfg = json.loads({json.dumps(json.dumps(cfg))})
-        for s in registry.HUB_SOURCES + registry.FILE_SOURCES:
+        for s in registry.PRETRAIN_SOURCES + registry.SFT_SOURCES:
             registry.source_input_files(cfg, s)
+        for s in registry.STREAM_SOURCES:
+            registry.stream_input_files(cfg, s)
+        from niels_gpt import config, layout
         heavy = [m for m in ("torch", "datasets", "numpy", "pyarrow") if m in sys.modules]
         print(json.dumps(heavy))
     """)

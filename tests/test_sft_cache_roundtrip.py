@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from sft_chats import random_chats
 
-from niels_gpt.cache.formats import FORMAT_VERSION
+from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.cache.meta import REQUIRED_SFT, read_meta, sha256_file
-from niels_gpt.cache.sft_writer import build_sft_cache, output_names
+from niels_gpt.layout import sft_file_names as output_names
+from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.chat_template import render_chat_sft
 from niels_gpt.data.types import ChatMessage, ChatSample
 from niels_gpt.splits import val_groups, val_mask

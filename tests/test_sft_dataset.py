@@ -10,7 +10,7 @@ import torch
 from sft_chats import random_chats
 
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
-from niels_gpt.cache.sft_writer import build_sft_cache, write_not_built
+from niels_gpt.sft.writer import build_sft_cache, write_not_built
 from niels_gpt.chat_template import render_chat_sft
 
 CHATS = random_chats(150, seed=5, max_messages=9, max_words=40)  # lengths ~5..600 tokens

@@ -1,4 +1,4 @@
-"""build_sft_source + `build-sft`: config -> registry -> the one writer; disabled sources; flag checks."""
+"""build_sft_source + `build-sft` / `build-sft-primer`: config -> registry -> the one writer; disabled sources."""
 
 from __future__ import annotations
 
@@ -6,17 +6,16 @@ import json
 
 import numpy as np
 import pytest
-from loader_fixtures import isolated_hf_cache  # noqa: F401
 from sft_chats import random_chats
 
-import niels_gpt.cache.sft_job as sft_job
 from niels_gpt.cache.cli import main
-from niels_gpt.cache.cli_common import run_cli
+from niels_gpt.command_line import run_cli
 from niels_gpt.cache.meta import read_meta
-from niels_gpt.cache.sft_job import build_sft_source
-from niels_gpt.cache.sft_writer import output_names
+from niels_gpt.sft.job import build_sft_source
+from niels_gpt.layout import sft_file_names as output_names
 from niels_gpt.chat_template import render_chat_sft
 from niels_gpt.config import prepare_config
+from niels_gpt.data import registry
 from niels_gpt.data.types import ChatMessage, ChatSample
 from niels_gpt.splits import val_groups
 
@@ -33,7 +32,7 @@ def fake_oasst1(n_trees=20, per_tree=3):
 def test_oasst1_threads_of_a_tree_stay_in_one_split(tiny_tokenizer, tiny_tokenizer_path, tmp_path, monkeypatch):
     samples = fake_oasst1()
     prov = {"source": "oasst1"}
-    monkeypatch.setattr(sft_job, "_sft_input", lambda cfg, source: (iter(samples), prov))
+    monkeypatch.setattr(registry, "sft_input", lambda cfg, source: (iter(samples), prov))
     cfg = prepare_config({"seed": 3, "sources": {"oasst1": {"val_frac": 0.2}}, "sft": {"t_max": 512}})
     meta = build_sft_source(cfg, "oasst1", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path))
     held_out = val_groups([s.meta["group"] for s in samples], 0.2, 3)
@@ -47,7 +46,7 @@ def test_oasst1_threads_of_a_tree_stay_in_one_split(tiny_tokenizer, tiny_tokeniz
 
 def test_sample_without_group_is_refused(tiny_tokenizer_path, tmp_path, monkeypatch):
     bad = [ChatSample([ChatMessage("assistant", "x")], "dolly15k", {})]
-    monkeypatch.setattr(sft_job, "_sft_input", lambda cfg, source: (iter(bad), {}))
+    monkeypatch.setattr(registry, "sft_input", lambda cfg, source: (iter(bad), {}))
     with pytest.raises(ValueError, match="no 'group'"):
         build_sft_source(prepare_config({}), "dolly15k", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / "d"))
 
@@ -73,36 +72,23 @@ def test_build_sft_primer_through_the_registry_with_spec(tiny_tokenizer_path, tm
     assert meta["seed"] == 5 and meta["truncation"] == "head" and meta["train_examples"] + meta["val_examples"] == 30
 
 
-@pytest.mark.parametrize(
-    "argv, match",
-    [
-        (["--source", "oasst1", "--include-system"], "--include-system applies to --source dolly15k only"),
-        (["--source", "dolly15k", "--max-messages", "4"], "--max-messages applies to --source oasst1 only"),
-        (["--source", "primer", "--dataset-id", "x/y"], "--dataset-id does not apply to primer"),
-    ],
-)
-def test_flags_of_another_source_are_refused(tmp_path, capsys, argv, match):
-    with pytest.raises(SystemExit) as e:
-        main(["build-sft", *argv, "--out-dir", str(tmp_path)])
-    assert e.value.code == 2 and match in capsys.readouterr().err
-
-
-def test_flags_reach_the_config(tiny_tokenizer_path, tmp_path, monkeypatch):
-    seen = {}
-
-    def fake(cfg, source, *, tokenizer_path, out_dir):
-        seen.update(cfg=cfg, source=source, out_dir=out_dir)
-        return {"source": source, "built": False, "reason": "test"}
-
-    monkeypatch.setattr(sft_job, "build_sft_source", fake)
-    argv = ["build-sft", "--source", "oasst1", "--no-english-only", "--max-messages", "8", "--val-frac", "0.3",
-            "--truncation", "tail", "--t-max", "256", "--seed", "9", "--no-enabled", "--demo",
-            "--data-files", "train=a/*.parquet", "--tokenizer", tiny_tokenizer_path, "--config-file", "/dev/null"]  # fmt: skip
+def test_build_sft_primer_flags_reach_the_cache(tiny_tokenizer_path, tmp_path, capsys):
+    primer = tmp_path / "p.jsonl"
+    primer.write_text("".join(json.dumps({"messages": c}) + "\n" for c in random_chats(40, seed=2)))
+    argv = ["build-sft-primer", "--primer-jsonl", str(primer), "--out-dir", str(tmp_path / "sft"), "--seed", "9",
+            "--val-frac", "0.25", "--t-max", "64", "--tokenizer", tiny_tokenizer_path, "--spec", "{}"]  # fmt: skip
     assert run_cli(main, argv) == 0
-    cfg, s = seen["cfg"], seen["cfg"]["sources"]["oasst1"]
-    assert (s["english_only"], s["max_messages"], s["val_frac"], s["truncation"], s["enabled"]) == (False, 8, 0.3, "tail", False)
-    assert cfg["sft"]["t_max"] == 256 and cfg["seed"] == 9 and cfg["demo"] is True
-    assert s["demo_data_files"] == {"train": "a/*.parquet"} and seen["out_dir"].endswith("sft/oasst1")
+    meta = read_meta(str(tmp_path / "sft" / "primer" / "meta.json"))
+    assert (meta["seed"], meta["val_frac"], meta["T_max"]) == (9, 0.25, 64)
+    assert meta["val_examples"] + meta["num_dropped"]["val"] == 10  # a quarter of 40, by the seeded split
+    assert meta["provenance"]["path"] == str(primer)
+    printed = capsys.readouterr().out
+    assert f"train: {meta['train_examples']:,} examples" in printed and str(tmp_path / "sft" / "primer") in printed
+
+
+def test_a_key_of_another_source_is_refused_with_its_name(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown key 'sources.primer.dataset_id'"):
+        main(["build-sft", "--source", "primer", "--set", "sources.primer.dataset_id=x/y", "--out-dir", str(tmp_path)])
 
 
 @pytest.mark.usefixtures("isolated_hf_cache")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from loader_fixtures import isolated_hf_cache, write_demo_tree  # noqa: F401
+from loader_fixtures import write_demo_tree
 
 from niels_gpt.config import deep_merge, prepare_config
 from niels_gpt.streams import (
@@ -249,18 +249,17 @@ def test_optional_source_without_input_gets_empty_streams(demo, tmp_path):
 
 def test_cli_build_streams(demo, tmp_path, monkeypatch, capsys):
     from niels_gpt.cache.cli import main
-    from niels_gpt.cache.cli_common import run_cli
+    from niels_gpt.command_line import run_cli
 
     monkeypatch.chdir(tmp_path)  # no config.yaml here: built-in defaults + flags
     primer = demo["sources"]["primer"]["text"]
     out = tmp_path / "streams"
-    args = ["build-streams", "--source", "primer", "--out-dir", str(out), "--primer-text", primer, "--T", "8"]
-    assert run_cli(main, args + ["--val-frac", "0.3", "--seed", "1"]) == 0
+    args = ["build-streams", "--source", "primer", "--out-dir", str(out), "--set", f"sources.primer.text={primer}",
+            "--set", "streams.T=8"]  # fmt: skip
+    assert run_cli(main, args + ["--set", "sources.primer.val_frac=0.3", "--set", "seed=1"]) == 0
     assert "primer val:" in capsys.readouterr().err
     meta = json.loads((out / "primer_val.meta.json").read_text())
     assert meta["val_frac"] == 0.3 and meta["seed"] == 1
     assert (out / "primer_val.bin").read_bytes().count(b"assistant:") == 3
-    assert run_cli(main, ["build-streams", "--source", "wiki", "--val-frac", "0.2"]) == 1
-    assert "--val-frac applies to --source roam or primer" in capsys.readouterr().err
-    assert run_cli(main, args + ["--T", "100000"]) == 1
+    assert run_cli(main, args + ["--set", "streams.T=100000"]) == 1
     assert "shorter than T+1 = 100,001 bytes" in capsys.readouterr().err

@@ -10,10 +10,10 @@ import pytest
 from conftest import tiny_corpus
 from tiny_cache_tree import build_tree, install_tokenizer
 
-from niels_gpt.cache import token_scan
+from niels_gpt.inspection import scan as token_scan
 from niels_gpt.cache.cli import main
-from niels_gpt.cache.cli_common import run_cli
-from niels_gpt.cache.token_scan import scan_bytes, scan_tokens
+from niels_gpt.command_line import run_cli
+from niels_gpt.inspection.scan import scan_bytes, scan_tokens
 from niels_gpt.tokenizer import train_sentencepiece
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from loader_fixtures import WIKI_TEST, WIKI_TRAIN, WIKI_VAL, isolated_hf_cache, write_parquet  # noqa: F401
+from loader_fixtures import WIKI_TEST, WIKI_TRAIN, WIKI_VAL, write_parquet
 
 from niels_gpt.data.wikitext import is_article_heading, iter_wikitext, iter_wikitext_articles, load_wikitext
 

@@ -196,8 +196,9 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     table = out.split("Job stats:")[1].split("Reasons:")[0]
     jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"}
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (4, 2, 2)  # SMALL enables gutenberg
-    parts = set(re.findall(r"wildcards: source=(\w+), part=(\d+)", out))
-    assert parts == {(s, p) for s in ("fineweb_edu", "gutenberg") for p in ("000", "001")}
-    assert "merge-pretrain --source fineweb_edu --parts-dir $(dirname cache/pretrain/fineweb_edu/meta.json)/parts" in out
+    parts = set(re.findall(r"wildcards: source=(\w+), part=(part_\d+)", out))
+    assert parts == {(s, p) for s in ("fineweb_edu", "gutenberg") for p in ("part_000", "part_001")}
+    assert "merge-pretrain --source fineweb_edu --out-dir $(dirname cache/pretrain/fineweb_edu/meta.json)" in out
+    assert "build-pretrain --source gutenberg --part 1 --tokenizer" in out
     jobs = planned_jobs(fresh, "--config", "pretrain={num_parts: 3}", "sources={gutenberg: {enabled: false}}")
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (3, 1, 3)  # a disabled source: one job

@@ -8,10 +8,10 @@ from pathlib import Path
 from conftest import tiny_corpus
 from sft_chats import random_chats
 
-from niels_gpt.cache.formats import FORMAT_VERSION
+from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.cache.meta import write_meta
-from niels_gpt.cache.pretrain_writer import build_pretrain_cache, write_not_built_meta
-from niels_gpt.cache.sft_writer import build_sft_cache
+from niels_gpt.pretrain.writer import build_pretrain_cache, write_not_built_meta
+from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.streams import write_stream
 
 KNOWN_CHAT = [

@@ -1,49 +1,42 @@
-"""Command-line entry point: `python -m niels_gpt.cache.cli <command> --help`.
+"""Command-line entry point: `python -m niels_gpt.cache.cli COMMAND --help`.
 
-Commands are registered by small modules (one per artifact family); `build-all` builds every
-enabled cache in-process, for users without Snakemake. The Snakemake rules call the same commands.
+Build commands (the Snakemake rules call them; `build-all` runs them all in one process for users
+without Snakemake): build-tokenizer, build-pretrain, merge-pretrain, build-sft, build-sft-primer,
+build-streams, build-all. Read-only commands over a built cache: verify, info, inspect. Each stage
+package registers its own commands; configuration flags are explained in niels_gpt.command_line.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-from niels_gpt.cache.cli_common import run_cli
+from niels_gpt import build_all
+from niels_gpt.command_line import run_cli
+from niels_gpt.inspection import cli as inspection_cli
+from niels_gpt.pretrain import cli as pretrain_cli
+from niels_gpt.sft import cli as sft_cli
+from niels_gpt.streams import cli as streams_cli
+from niels_gpt.tokenizer import cli as tokenizer_cli
 
-# each module defines register(subparsers) and adds its commands
-COMMAND_MODULES = (
-    "niels_gpt.cache.cli_tokenizer",
-    "niels_gpt.cache.cli_pretrain",
-    "niels_gpt.cache.cli_sft",
-    "niels_gpt.cache.cli_streams",
-    "niels_gpt.cache.cli_all",
-    "niels_gpt.cache.cli_inspect",
-)
+COMMAND_MODULES = (tokenizer_cli, pretrain_cli, sft_cli, streams_cli, build_all, inspection_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m niels_gpt.cache.cli",
-        description="Build and inspect niels_gpt token caches. Values default to config.yaml; flags override.",
+        description="Build and inspect niels_gpt token caches. Values come from ./config.yaml (or --config-file, "
+        "--spec, --set) and are validated like the workflow's.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-            continue  # command family not built yet
+    for module in COMMAND_MODULES:
         module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    return args.func(args, args._parser) or 0
+    args = build_parser().parse_args(argv)
+    return args.func(args) or 0
 
 
 if __name__ == "__main__":

@@ -1,21 +1,18 @@
 """meta.json: the contract every cache directory carries.
 
-Written last and atomically, so its presence means the artifacts it lists are complete.
-Seed 000's required fields are checked by `check_required`.
+Written last and atomically, so its presence means the artifacts it lists are complete. Every token
+cache's meta.json holds at least REQUIRED_COMMON (what was read, how it was split, with which seed and
+tokenizer) plus its totals; `check_required` enforces that before a writer publishes it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from typing import Any
 
 from niels_gpt.atomic import atomic_write_json
+from niels_gpt.hashing import sha256_file  # noqa: F401  (part of this module's interface)
 
-_HASH_CHUNK = 1 << 20  # 1 MiB reads keep hashing flat in memory for multi-GB shards
-
-# seed 000: every meta.json must include at least these
 REQUIRED_COMMON = (
     "dataset_name",
     "dataset_config",
@@ -46,13 +43,6 @@ def read_meta(path: str) -> dict:
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
 
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def check_required(meta: dict[str, Any], required: tuple[str, ...], *, path: str = "meta.json") -> None:

@@ -1,1 +1,1 @@
-"""Source loaders: every corpus as PretrainSample / ChatSample iterators (seed 004)."""
+"""Source loaders: every corpus as PretrainSample / ChatSample iterators."""

@@ -1,4 +1,4 @@
-"""databricks-dolly-15k as SFT chat samples (seed 004's mapping, exactly).
+"""databricks-dolly-15k as SFT chat samples .
 
     [system "you are a helpful assistant."]      only with include_system=True
     user       instruction + ("\n\ncontext:\n" + context  if context.strip() else "")
@@ -6,7 +6,7 @@
 
 meta: `index` (the row's index in the split) and `category`. The split is small (15k rows), so it is
 read prepared (not streamed); `shuffle=True` orders rows by `torch.randperm` under a Generator
-seeded with `seed` (SPEC section 9), so the order is a function of the seed alone.
+seeded with `seed`, so the order is a function of the seed alone.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""fineweb-edu pretrain text, streamed from the hub and never materialized (seed 004).
+"""fineweb-edu pretrain text, streamed from the hub and never materialized.
 
 Rows are read through `hub.open_dataset` (the hub id, or local parquet files in the same schema
 with `data_files=`), shuffled with `IterableDataset.shuffle(seed=, buffer_size=)`, and cut after

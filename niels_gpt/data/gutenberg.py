@@ -1,4 +1,4 @@
-"""Project Gutenberg books as pretrain text, streamed (seed 004).
+"""Project Gutenberg books as pretrain text, streamed.
 
 Default `nikolina-p/gutenberg_clean_en_splits` (English, cleaned); `manu/project_gutenberg` works
 too (pass `dataset_id=` and its split, e.g. "en"). Same path as fineweb-edu: `hub.open_dataset`,

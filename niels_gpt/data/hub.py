@@ -31,7 +31,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from niels_gpt.cache.meta import sha256_file
+from niels_gpt.hashing import sha256_file
 
 # datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
 # are parquet on the hub, except dolly-15k which is one jsonl file)

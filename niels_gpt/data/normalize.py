@@ -1,4 +1,4 @@
-"""Light normalization, the only cleaning the pipeline does (SPEC section 4).
+"""Light normalization, the only cleaning the pipeline does.
 
 Unicode NFC, and removal of control characters (Unicode category Cc) other than newline and tab.
 Every loader passes its text through `normalize_text`.

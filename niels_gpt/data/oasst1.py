@@ -1,4 +1,4 @@
-"""OpenAssistant/oasst1 message trees -> chat threads, root to leaf (seed 004, SPEC section 4).
+"""OpenAssistant/oasst1 message trees -> chat threads, root to leaf.
 
 Each row is one message (`message_id`, `parent_id`, `message_tree_id`, `role` prompter|assistant,
 `text`, `lang`, `deleted`). `reconstruct_threads(records)` rebuilds every root->leaf thread:
@@ -14,7 +14,7 @@ Each row is one message (`message_id`, `parent_id`, `message_tree_id`, `role` pr
 
 meta: `message_tree_id`, `leaf_message_id` (the thread's last message), `message_ids`.
 Tree order: first appearance; `shuffle_trees` permutes it with torch.randperm under a Generator
-seeded with `seed` (SPEC section 9 supersedes seed 004's python random).
+seeded with `seed` (torch RNG, like every other shuffle and split).
 """
 
 from __future__ import annotations

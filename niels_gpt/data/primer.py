@@ -1,6 +1,6 @@
-"""The project's own chat primer: `data/primer.jsonl` (SFT, seed 001) and `data/primer.txt` (streams, seed 002).
+"""The project's own chat primer: `data/primer.jsonl` (SFT examples) and `data/primer.txt` (byte streams).
 
-primer.jsonl, one example per line, validated strictly (seed 001); the first problem stops the load
+primer.jsonl, one example per line, validated strictly; the first problem stops the load
 with `PrimerFormatError("<file>:<line>: <what is wrong>")`:
 
     {"messages": [{"role": "system"|"user"|"assistant", "content": "<string>"}, ...]}

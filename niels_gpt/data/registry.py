@@ -1,18 +1,21 @@
-"""Config-driven access to every source: what the cache writers, the tokenizer job and the Snakefile call.
+"""The source registry: the one list of sources, and config-driven access to each of them.
 
-`cfg` is the validated dict of `niels_gpt.config.prepare_config` (keys in config_schema.yaml
-`sources.*`). Demo routing lives here and only here: with `cfg["demo"]`, hub sources read
-`sources.<name>.demo_data_files` through the same `hub.open_dataset` path, and roam reads `demo_root`.
+Every other part of the pipeline (the rules, the jobs, the CLIs, the config checks) takes its source
+names from the tuples below. `cfg` is the validated dict of `niels_gpt.config.prepare_config`
+(`sources.*` keys of config_schema.yaml). Demo routing lives here and only here: with `cfg["demo"]`,
+hub sources read `sources.<name>.demo_data_files` through the same `hub.open_dataset` path, and roam
+reads `demo_root`.
 
 - `pretrain_input(cfg, source)`: a `PretrainInput`; fineweb_edu / gutenberg are one seeded,
   buffer-shuffled "stream" (the writer assigns val by its seeded rule); wikitext (one sample per
   article) and roam (one per file) are "presplit". Iterables are lazy and re-iterable.
-  `pretrain_input(cfg, source, num_parts=N, part=k)` (stream sources only; SPLIT_SOURCES) reads part k
-  of N disjoint parts of the stream: `hub.shard_parts` before the buffer shuffle.
+  `pretrain_input(cfg, source, num_parts=N, part=k)` (STREAMED_SOURCES only) reads part k of N
+  disjoint parts of the stream: `hub.shard_parts` before the buffer shuffle.
 - `tokenizer_texts(cfg, source)`: the train side of a pretrain source, lazily, in a fixed order.
 - `sft_input(cfg, source)`: (ChatSample iterator, provenance); every meta has "group", the split
   key (message_tree_id for oasst1, the row / example index for dolly15k and primer).
-- `source_input_files(cfg, source)`: local files a source reads (glob only: Snakefile parse time).
+- `source_input_files(cfg, source)` / `stream_input_files(cfg, stream)`: the local files a source or a
+  byte stream reads (glob only: the Snakefile calls them at parse time).
 
 Provenance dicts are JSON-able and filled while the iterables are consumed (the hub revision is
 only known once the dataset is opened): read them after iterating.
@@ -30,11 +33,14 @@ from niels_gpt.data.types import ChatSample, PretrainSample
 
 PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
 SFT_SOURCES = ("dolly15k", "oasst1", "primer")
+STREAM_SOURCES = ("wiki", "roam", "primer")  # byte streams
 HUB_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "dolly15k", "oasst1")
-FILE_SOURCES = ("roam", "primer", "primer_text")  # primer_text: the byte-stream file of the primer
-# Pretrain sources whose tokenization can be split into parts (pretrain.num_parts): the big streamed
-# ones. wikitext (small, two source splits) and roam (a notes folder) always build as one job.
-SPLIT_SOURCES = ("fineweb_edu", "gutenberg")
+# Pretrain sources read as one shuffled stream, split train/val per document by a seeded rule. Being
+# big, they are the ones whose tokenization can run as parts (pretrain.num_parts); wikitext (two
+# source splits) and roam (a notes folder) always build as one job.
+STREAMED_SOURCES = ("fineweb_edu", "gutenberg")
+# The config section (sources.<name>) each byte stream reads its settings and text from.
+STREAM_CONFIG = {"wiki": "wikitext", "roam": "roam", "primer": "primer"}
 
 
 @dataclass
@@ -117,14 +123,14 @@ def _static_provenance(cfg: dict, source: str) -> dict:
 def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0) -> PretrainInput:
     """The lazy input of a pretrain source. Resolved details (revision actually read, local files and
     their sha256) land in provenance["stream"] or provenance["train"] / ["val"] while iterating.
-    `num_parts` > 1 (SPLIT_SOURCES only): part `part` of the stream, disjoint from the other parts."""
+    `num_parts` > 1 (STREAMED_SOURCES only): part `part` of the stream, disjoint from the other parts."""
     _check(source, PRETRAIN_SOURCES, "pretrain ")
-    if num_parts != 1 and source not in SPLIT_SOURCES:
+    if num_parts != 1 and source not in STREAMED_SOURCES:
         raise ValueError(
-            f"pretrain source {source!r} is built as one job; only {', '.join(SPLIT_SOURCES)} split into parts "
+            f"pretrain source {source!r} is built as one job; only {', '.join(STREAMED_SOURCES)} split into parts "
             f"(got num_parts={num_parts})"
         )
-    if source in SPLIT_SOURCES:
+    if source in STREAMED_SOURCES:
         s = cfg["sources"][source]
         prov = _static_provenance(cfg, source)
         prov.update({"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]})
@@ -198,7 +204,7 @@ def _grouped(samples: Iterable, key: str) -> Iterator:
 
 
 def _primer_samples(path: str, prov: dict) -> Iterator:
-    from niels_gpt.cache.meta import sha256_file
+    from niels_gpt.hashing import sha256_file
     from niels_gpt.data.primer import load_primer_jsonl
 
     samples = load_primer_jsonl(path)
@@ -207,7 +213,7 @@ def _primer_samples(path: str, prov: dict) -> Iterator:
 
 
 def wikitext_lines(cfg: dict) -> dict[str, list[str]]:
-    """seed 002's load_wikitext ({"train", "val", "test"} -> non-empty lines), routed through cfg."""
+    """{"train", "val", "test"} -> the non-empty lines of each wikitext split (the wiki byte stream)."""
     from niels_gpt.data.wikitext import load_wikitext
 
     s = cfg["sources"]["wikitext"]
@@ -216,8 +222,8 @@ def wikitext_lines(cfg: dict) -> dict[str, list[str]]:
 
 
 def source_input_files(cfg: dict, source: str) -> list[str]:
-    """Local files `source` reads, sorted ([] for a hub source outside demo). Cheap: glob only."""
-    _check(source, HUB_SOURCES + FILE_SOURCES, "")
+    """Local files a pretrain or SFT source reads, sorted ([] for a hub source outside demo). Glob only."""
+    _check(source, PRETRAIN_SOURCES + SFT_SOURCES, "")
     if source in HUB_SOURCES:
         if not cfg["demo"]:
             return []
@@ -228,5 +234,12 @@ def source_input_files(cfg: dict, source: str) -> list[str]:
 
         root = Path(roam_root(cfg))
         return sorted(find_notes(root)) if root.is_dir() else []
-    key = "jsonl" if source == "primer" else "text"
-    return [cfg["sources"]["primer"][key]]
+    return [cfg["sources"]["primer"]["jsonl"]]
+
+
+def stream_input_files(cfg: dict, stream: str) -> list[str]:
+    """Local files a byte stream reads: the primer text file, or those of its config section's source."""
+    _check(stream, STREAM_SOURCES, "stream ")
+    if stream == "primer":
+        return [cfg["sources"]["primer"]["text"]]
+    return source_input_files(cfg, STREAM_CONFIG[stream])

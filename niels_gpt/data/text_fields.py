@@ -1,6 +1,6 @@
 """Rows of a text dataset -> PretrainSample: which field holds the text, and what goes in meta.
 
-Field rule (seed 004): `text` if it is a string, else the first string-valued field in the row's
+Field rule: `text` if it is a string, else the first string-valued field in the row's
 order, else a ValueError listing the keys (a dataset with an unexpected schema fails on its first
 row, never silently). Every text passes through `normalize_text`.
 """

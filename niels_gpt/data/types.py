@@ -1,4 +1,4 @@
-"""The stable internal interface every loader yields (seed 004)."""
+"""The stable internal interface every loader yields."""
 
 from __future__ import annotations
 

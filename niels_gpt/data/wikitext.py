@@ -2,10 +2,10 @@
 
 The hub rows are lines, each ending in "\n", with "" rows between paragraphs. A *line* here is a
 row's text without that one trailing newline, normalized; rows that are empty or whitespace-only
-are dropped (seed 002: "wikitext drops empty lines"). Nothing else is cleaned.
+are dropped. Nothing else is cleaned.
 
-- `iter_wikitext` (seed 004): one PretrainSample per non-empty line.
-- `load_wikitext` (seed 002): {"train", "val", "test"} -> list of non-empty lines.
+- `iter_wikitext`: one PretrainSample per non-empty line.
+- `load_wikitext` (the wiki byte stream): {"train", "val", "test"} -> list of non-empty lines.
 - `iter_wikitext_articles`: one PretrainSample per article; an article starts at a top-level
   heading line ` = Title = ` (exactly one "=" on each side; ` = = Section = = ` is not one) and is
   its lines joined with "\n". Lines before the first heading form an article of their own.
@@ -108,7 +108,7 @@ def load_wikitext(
     splits: Optional[dict[str, str]] = None,
     provenance: Optional[dict] = None,
 ) -> dict[str, list[str]]:
-    """{"train", "val", "test"} -> non-empty lines (seed 002). `splits` maps these keys to hub splits.
+    """{"train", "val", "test"} -> non-empty lines. `splits` maps these keys to hub splits.
 
     With `data_files`, a key whose hub split has no files gets []. `provenance`, if given, gets one
     entry per key.

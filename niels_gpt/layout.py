@@ -1,0 +1,91 @@
+"""The cache tree on disk: where every artifact lives and what its files are called.
+
+    {cache}/tokenizer/spm.model, meta.json
+    {cache}/pretrain/{source}/{train,val}/shard_NNNNN.bin, meta.json
+    {cache}/pretrain/{source}/parts/part_NNN/...            (pretrain.num_parts > 1: one cache per part)
+    {cache}/sft/{source}/{train,val}_tokens.bin, {train,val}_idx.npy, meta.json
+    {cache}/streams/{source}_{train,val}.bin, {source}_{train,val}.meta.json
+    {cache}/all                                             flag: everything above is built
+
+Every writer, reader, inspection tool and Snakemake rule takes its names from here. A `meta.json` is
+written last and removed first, so its presence means the files it lists are complete. Import-light
+(the Snakefile reads it at parse time): no numpy, no torch.
+"""
+
+from __future__ import annotations
+
+import os
+
+SPLITS = ("train", "val")
+META = "meta.json"
+TOKENIZER_MODEL = "spm.model"
+ALL_FLAG = "all"
+PARTS_DIR = "parts"  # beside train/ and val/, so a reader of a split never sees part shards
+SHARD_GLOB = "shard_*.bin"
+STREAM_META_SUFFIX = ".meta.json"
+
+# Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
+# users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
+FORMAT_VERSION = 1
+STREAM_FORMAT_VERSION = 1
+
+PathLike = str | os.PathLike
+
+
+def _join(*parts: PathLike) -> str:
+    return "/".join(os.fspath(p) for p in parts)
+
+
+def tokenizer_dir(cache: PathLike) -> str:
+    return _join(cache, "tokenizer")
+
+
+def tokenizer_model(cache: PathLike) -> str:
+    return _join(cache, "tokenizer", TOKENIZER_MODEL)
+
+
+def pretrain_dir(cache: PathLike, source: str) -> str:
+    return _join(cache, "pretrain", source)
+
+
+def sft_dir(cache: PathLike, source: str) -> str:
+    return _join(cache, "sft", source)
+
+
+def streams_dir(cache: PathLike) -> str:
+    return _join(cache, "streams")
+
+
+def shard_name(index: int) -> str:
+    return f"shard_{index:05d}.bin"
+
+
+def part_name(index: int) -> str:
+    return f"part_{index:03d}"
+
+
+def sft_tokens_name(split: str) -> str:
+    """uint16 ids of whole rendered examples, back to back."""
+    return f"{split}_tokens.bin"
+
+
+def sft_offsets_name(split: str) -> str:
+    """int64 start offset of every example (np.save)."""
+    return f"{split}_idx.npy"
+
+
+def sft_file_names() -> list[str]:
+    """Every file an SFT cache holds, meta.json first (the order a rebuild removes them in)."""
+    return [META] + [name(split) for split in SPLITS for name in (sft_tokens_name, sft_offsets_name)]
+
+
+def stream_stem(source: str, split: str) -> str:
+    return f"{source}_{split}"
+
+
+def stream_bin(streams: PathLike, source: str, split: str) -> str:
+    return _join(streams, stream_stem(source, split) + ".bin")
+
+
+def stream_meta(streams: PathLike, source: str, split: str) -> str:
+    return _join(streams, stream_stem(source, split) + STREAM_META_SUFFIX)

@@ -1,0 +1,76 @@
+"""`build-pretrain` and `merge-pretrain`: one source's pretrain token cache.
+
+    python -m niels_gpt.cache.cli build-pretrain --source fineweb_edu \\
+        --tokenizer cache/tokenizer/spm.model --out-dir cache/pretrain/fineweb_edu [--demo] [--set KEY=VALUE ...]
+
+Scale-out (parts.py): `build-pretrain ... --part K --set pretrain.num_parts=N --out-dir {dir}/parts/part_00K`
+builds part K of N of a streamed source; `merge-pretrain --source S --out-dir {dir}` merges the N parts
+from {dir}/parts into the usual cache. Every setting is a config key (sources.<source>.*, pretrain.*).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from niels_gpt import layout
+from niels_gpt.command_line import add_config_args, resolve_config
+from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "build-pretrain",
+        help="tokenize one pretrain source into uint16 shards + meta.json",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--source", required=True, choices=PRETRAIN_SOURCES, help="pretrain source to build")
+    p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
+    p.add_argument("--out-dir", default=None, help="cache folder (default: {cache_dir}/pretrain/{source})")
+    p.add_argument("--num-threads", type=int, default=-1, help="sentencepiece encoding threads (-1 = every core)")
+    p.add_argument("--part", type=int, default=None,
+                   help="build only part K (0-based) of pretrain.num_parts into --out-dir (default: the whole source)")
+    add_config_args(p)
+    p.set_defaults(func=run_build_pretrain)
+
+    q = sub.add_parser(
+        "merge-pretrain",
+        help="merge the part caches of a streamed source into its usual cache (scale-out)",
+        description="Concatenate parts 0..N-1 (N = pretrain.num_parts) of a source, train and val, in part order; "
+        "re-shard at pretrain.shard_bytes; write {out-dir}/{train,val}/shard_NNNNN.bin and meta.json last.",
+    )
+    q.add_argument("--source", required=True, choices=STREAMED_SOURCES, help="source whose parts to merge")
+    q.add_argument("--parts-dir", default=None, help="folder of part_000 ... (default: {out-dir}/parts)")
+    q.add_argument("--out-dir", default=None, help="merged cache folder (default: {cache_dir}/pretrain/{source})")
+    add_config_args(q)
+    q.set_defaults(func=run_merge_pretrain)
+
+
+def run_build_pretrain(args) -> int:
+    from niels_gpt.pretrain.job import build_pretrain_source
+
+    cfg = resolve_config(args)
+    num_parts = cfg["pretrain"]["num_parts"] if args.part is not None else 1
+    build_pretrain_source(
+        cfg, args.source,
+        tokenizer_path=args.tokenizer or layout.tokenizer_model(cfg["cache_dir"]),
+        out_dir=args.out_dir or layout.pretrain_dir(cfg["cache_dir"], args.source),
+        num_threads=args.num_threads, num_parts=num_parts, part=args.part,
+    )  # fmt: skip
+    return 0
+
+
+def run_merge_pretrain(args) -> int:
+    from niels_gpt.pretrain.job import summary_lines
+    from niels_gpt.pretrain.parts import merge_pretrain_parts
+
+    cfg = resolve_config(args)
+    out_dir = args.out_dir or layout.pretrain_dir(cfg["cache_dir"], args.source)
+    parts_dir = args.parts_dir or f"{out_dir}/{layout.PARTS_DIR}"
+    n = cfg["pretrain"]["num_parts"]
+    print(f"{args.source}: merging {n} parts from {parts_dir}")
+    meta = merge_pretrain_parts(parts_dir, out_dir, num_parts=n, shard_bytes=cfg["pretrain"]["shard_bytes"], source=args.source)
+    for line in summary_lines(meta):
+        print(line)
+    print(f"wrote {out_dir}/{layout.META}")
+    return 0

@@ -1,0 +1,145 @@
+"""Random (B, T) windows from a pretrain split's uint16 shards, memory-mapped.
+
+`PretrainTokenStreamDataset("cache/pretrain/fineweb_edu/train", T=1024, device="cpu")` maps every
+`shard_*.bin` once (read-only np.memmap: a batch reads only the pages its windows touch, never a whole
+shard). A window is T+1 consecutive tokens (x = first T, y = last T, so `y[:, :-1] == x[:, 1:]`);
+it may span document boundaries (eot ids) but never shards.
+
+Sampling, so that every window start in the split is equally likely: a shard with n tokens has
+n - T valid starts (shards with fewer than T+1 tokens are skipped), and the valid starts of all
+shards are numbered one after the other. One draw from the caller's torch.Generator:
+  torch.randint(0, total valid starts, (B,))  -> the window of each row; its shard and start follow
+  (np.searchsorted over the shards' cumulative start counts). That is exactly "pick a shard in
+  proportion to its number of windows, then a uniform start in it", with no modulo bias.
+Rows are gathered with one vectorized numpy index per shard of a sliding-window view of its map
+(rows grouped by shard with a stable sort, put back in draw order with one permutation), and x and
+y are cut from them and converted to int64 in one numpy cast (x and y come out contiguous).
+
+Guards: the parent directory's meta.json (when present) must say `built: true` and list exactly the
+shards on disk; given a tokenizer, the cache's `tokenizer_sha256` must equal the tokenizer's. Several
+sources are mixed by `niels_gpt.cache.loader.MixedLoader`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from niels_gpt.cache.meta import read_meta
+from niels_gpt.layout import META
+from niels_gpt.token_files import list_shards, open_tokens
+
+
+def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | None:
+    meta_path = shards_dir.parent / META
+    if not meta_path.exists():
+        if tokenizer is not None:
+            raise ValueError(
+                f"{shards_dir}: no {meta_path.name} in {shards_dir.parent}, so the tokenizer sha256 cannot be "
+                "checked; rebuild the cache (its meta.json is written last)"
+            )
+        return None
+    meta = read_meta(str(meta_path))
+    if meta.get("built") is False:
+        raise ValueError(
+            f"{shards_dir.parent}: this pretrain cache was not built ({meta.get('reason', 'no reason given')}); "
+            "enable the source and rebuild it"
+        )
+    if tokenizer is not None and meta.get("tokenizer_sha256") != tokenizer.sha256:
+        raise ValueError(
+            f"{shards_dir.parent}: cache built with tokenizer sha256 {meta.get('tokenizer_sha256')}, but the "
+            f"tokenizer in use ({getattr(tokenizer, 'model_path', 'tokenizer')}) has sha256 {tokenizer.sha256}; "
+            "rebuild the cache with this tokenizer"
+        )
+    listed = (meta.get("shards") or {}).get(shards_dir.name)
+    if listed is not None:
+        want = [(s["file"], s["tokens"]) for s in listed]
+        have = [(p.name, p.stat().st_size // 2) for p in shard_paths]
+        if want != have:
+            raise ValueError(
+                f"{shards_dir}: shards on disk {have} do not match {meta_path} {want}; "
+                "the cache is stale or damaged - rebuild it"
+            )
+    return meta
+
+
+class PretrainTokenStreamDataset:
+    """Uniformly random T-token windows (x, y) over every shard of one split."""
+
+    def __init__(self, shards_dir: str | os.PathLike, *, T: int, device: str | torch.device = "cpu", tokenizer=None):
+        if not isinstance(T, int) or T < 1:
+            raise ValueError(f"T must be a positive int, got {T!r}")
+        self.shards_dir = Path(shards_dir)
+        self.T = T
+        self.device = torch.device(device)
+        self.shard_paths = list_shards(self.shards_dir)
+        self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
+        if not self.shard_paths and self.meta is not None:
+            raise ValueError(
+                f"{self.shards_dir}: this split of the cache holds 0 tokens (see {self.shards_dir.parent}/meta.json); "
+                "raise its token budget or val_doc_prob, or give the source more data, and rebuild"
+            )
+        if not self.shard_paths:
+            raise FileNotFoundError(
+                f"{self.shards_dir}: no shard_*.bin files; build the cache first "
+                "(`python -m niels_gpt.cache.cli build-pretrain --source ...` or `snakemake -j4 cache/all`)"
+            )
+        self.maps = [open_tokens(p) for p in self.shard_paths]  # persistent read-only memmaps
+        self.shard_tokens = [len(m) for m in self.maps]
+        self.n_tokens = sum(self.shard_tokens)
+        usable = [i for i, n in enumerate(self.shard_tokens) if n >= T + 1]
+        if not usable:
+            longest = max(range(len(self.maps)), key=lambda i: self.shard_tokens[i])
+            raise ValueError(
+                f"{self.shards_dir}: no shard holds T+1 = {T + 1:,} tokens (the longest, "
+                f"{self.shard_paths[longest].name}, has {self.shard_tokens[longest]:,}); lower T or build more tokens"
+            )
+        self.usable_shards = usable
+        starts = [self.shard_tokens[i] - T for i in usable]
+        self.num_windows = sum(starts)
+        self._n_starts = np.array(starts, dtype=np.int64)
+        self._first_window = np.cumsum(self._n_starts) - self._n_starts  # global number of each shard's start 0
+        # (n - T, T + 1) views: row s is tokens[s : s + T + 1]; indexing reads only the rows asked for
+        self._windows = [np.lib.stride_tricks.sliding_window_view(self.maps[i], T + 1) for i in usable]
+
+    def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
+        window = torch.randint(0, self.num_windows, (B,), generator=generator).numpy()
+        shard = np.searchsorted(self._first_window, window, side="right") - 1
+        return shard, window - self._first_window[shard]
+
+    def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """x, y: int64 (B, T) on the dataset's device, contiguous, y[:, :-1] == x[:, 1:]."""
+        if B < 1:
+            raise ValueError(f"B must be >= 1, got {B}")
+        shard, start = self.draw_windows(B, generator)
+        windows = self._windows
+        if len(windows) == 1:
+            rows = windows[0][start]
+        else:
+            order = np.argsort(shard, kind="stable")
+            grouped = np.empty((B, self.T + 1), dtype=self.maps[0].dtype)
+            end = 0
+            for k, count in enumerate(np.bincount(shard, minlength=len(windows)).tolist()):
+                if count:
+                    picked = order[end : end + count]
+                    grouped[end : end + count] = windows[k][start[picked]]  # one vectorized gather per shard
+                    end += count
+            rows = np.empty_like(grouped)
+            rows[order] = grouped
+        # x and y: two overlapping (B, T) views of the rows, cut and cast to int64 in one copy
+        item = rows.itemsize
+        xy = np.ndarray((2, B, self.T), rows.dtype, rows, 0, (item, (self.T + 1) * item, item)).astype(np.int64, order="C")
+        x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
+        if self.device.type != "cpu":
+            x, y = x.to(self.device), y.to(self.device)
+        return x, y
+
+    def __repr__(self) -> str:
+        return (
+            f"PretrainTokenStreamDataset({str(self.shards_dir)!r}, T={self.T}, {self.n_tokens:,} tokens in "
+            f"{len(self.maps)} shard(s), {self.num_windows:,} windows)"
+        )

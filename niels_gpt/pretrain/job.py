@@ -1,0 +1,116 @@
+"""Build one source's pretrain cache from the validated config: config -> loader -> writer.
+
+`build_pretrain_source(cfg, "fineweb_edu", tokenizer_path=..., out_dir=...)` reads
+`registry.pretrain_input(cfg, source)`: a "stream" input (fineweb_edu, gutenberg) goes through the
+seeded single-stream split of `build_pretrain_cache`, a "presplit" one (wikitext, roam) through
+`build_pretrain_cache_presplit`. Values come from `sources.<source>.*` (max_train_tokens,
+max_val_tokens, val_doc_prob, shuffle_buffer), `pretrain.shard_bytes` and `seed`. A disabled source
+(`sources.<source>.enabled: false`) gets a "not built" meta.json and empty train/ and val/.
+`part=k, num_parts=N` (N > 1; STREAMED_SOURCES only) builds part k of the scale-out into `out_dir`:
+part k of the stream, budgets and split seed from parts.py (part_budget, part_seed), the part
+recorded in meta's provenance["part"]; `parts.merge_pretrain_parts` joins the N parts.
+Used by the `build-pretrain` CLI, `build-all` and the Snakemake rules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from niels_gpt.data import registry
+from niels_gpt.layout import SPLITS
+from niels_gpt.pretrain.parts import part_budget, part_record
+from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
+
+
+def check_part(source: str, scfg: dict, num_parts: int, part: int | None) -> None:
+    """Refuse a part number out of range, or parts of a source that is built as one job."""
+    if num_parts < 1 or (part is not None and not 0 <= part < num_parts):
+        raise ValueError(f"--part must be in 0..{num_parts - 1} for num_parts={num_parts}, got {part}")
+    if num_parts == 1:
+        return
+    if part is None:
+        raise ValueError(f"num_parts={num_parts}: give the part to build (--part 0..{num_parts - 1})")
+    if source not in registry.STREAMED_SOURCES:
+        raise ValueError(f"{source} is built as one job; only {', '.join(registry.STREAMED_SOURCES)} split into parts")
+    if not scfg["enabled"]:
+        raise ValueError(
+            f"sources.{source}.enabled is false: a disabled source is not split into parts; "
+            "build it without --part (that writes its 'not built' meta.json)"
+        )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def summary_lines(meta: dict) -> list[str]:
+    """One line per split, e.g. `train: 1,234,567 tokens in 1 shard (812 documents)`."""
+    lines = []
+    for split in SPLITS:
+        shards = (meta.get("shards") or {}).get(split, [])
+        docs = meta.get(f"{split}_documents")
+        lines.append(
+            f"{split}: {meta[f'{split}_tokens']:,} tokens in {_plural(len(shards), 'shard')}"
+            + (f" ({_plural(docs, 'document')})" if docs is not None else "")
+        )
+    return lines
+
+
+def _budget_text(budgets: tuple[int | None, int | None]) -> str:
+    return ", ".join(f"{split} {'all' if b is None else format(b, ',')}" for split, b in zip(SPLITS, budgets))
+
+
+def build_pretrain_source(
+    cfg: dict,
+    source: str,
+    *,
+    tokenizer_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    num_threads: int = -1,
+    log: Callable[[str], None] = print,
+    num_parts: int = 1,
+    part: int | None = None,
+) -> dict:
+    """Build `out_dir/{train,val}/shard_*.bin` + `out_dir/meta.json` for `source` (or for part `part` of
+    `num_parts` of it); returns the meta."""
+    if source not in registry.PRETRAIN_SOURCES:
+        raise ValueError(f"unknown pretrain source {source!r}; expected one of {', '.join(registry.PRETRAIN_SOURCES)}")
+    scfg = cfg["sources"][source]
+    check_part(source, scfg, num_parts, part)
+    out_dir = str(out_dir)
+    dataset = {"dataset_name": scfg.get("dataset_id", source), "dataset_config": scfg.get("config")}
+    if not scfg["enabled"]:
+        reason = f"sources.{source}.enabled is false"
+        meta = write_not_built_meta(out_dir, reason=reason, seed=cfg["seed"], shard_bytes=cfg["pretrain"]["shard_bytes"],
+                                    provenance={"source": source}, **dataset)  # fmt: skip
+        log(f"{source}: not built ({reason}); wrote {out_dir}/meta.json")
+        return meta
+
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    tokenizer = SentencePieceTokenizer(tokenizer_path)  # refuses a vocabulary that does not fit uint16
+    budgets, seed, what = (scfg["max_train_tokens"], scfg["max_val_tokens"]), cfg["seed"], source
+    inp = registry.pretrain_input(cfg, source, num_parts=num_parts, part=part or 0)
+    provenance = {"source": source, **inp.provenance}
+    if num_parts > 1:
+        record = part_record(index=part, num_parts=num_parts, seed=seed, max_train_tokens=budgets[0], max_val_tokens=budgets[1])
+        provenance["part"] = record
+        budgets = tuple(part_budget(b, num_parts, part) for b in budgets)
+        seed, what = record["part_seed"], f"{source} part {part} of {num_parts} (split seed {record['part_seed']})"
+    common = dict(
+        tokenizer=tokenizer, max_train_tokens=budgets[0], max_val_tokens=budgets[1],
+        shard_bytes=cfg["pretrain"]["shard_bytes"], seed=seed, shuffle_buffer=scfg.get("shuffle_buffer"),
+        provenance=provenance, num_threads=num_threads, **dataset,
+    )  # fmt: skip
+    origin = "the bundled sample data (demo)" if cfg["demo"] else dataset["dataset_name"]
+    streaming = ", streaming" if provenance.get("streaming") else ""
+    log(f"{what}: reading {origin} ({inp.kind}{streaming}); budgets: {_budget_text(budgets)} tokens")
+    if inp.kind == "stream":
+        meta = build_pretrain_cache(inp.stream, out_dir, val_doc_prob=scfg["val_doc_prob"], **common)
+    else:
+        meta = build_pretrain_cache_presplit(inp.train, inp.val, out_dir, **common)
+    for line in summary_lines(meta):
+        log(line)
+    log(f"wrote {out_dir}/meta.json")
+    return meta

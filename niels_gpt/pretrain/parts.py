@@ -1,0 +1,233 @@
+"""Scale-out of one streamed pretrain source: part budgets and seeds, and the merge of the parts.
+
+With `pretrain.num_parts` = N > 1, a streamed source (registry.STREAMED_SOURCES: fineweb_edu, gutenberg)
+is tokenized by N independent jobs (separate cluster nodes) and merged by one:
+
+  {source_dir}/parts/part_{k:03d}/{train,val}/shard_NNNNN.bin + meta.json   part k: `build-pretrain --part k`
+  {source_dir}/{train,val}/shard_NNNNN.bin + meta.json                      merged: `merge-pretrain`
+
+Part k (0 <= k < N) is a complete cache in the usual format, written by pretrain_writer:
+- it reads `ds.shard(num_shards=N, index=k, contiguous=True)` of the stream, taken BEFORE the buffer
+  shuffle (hub.shard_parts): parts are disjoint and together cover the stream. A streamed dataset
+  splits by data file, so it needs at least N files (fewer is an error naming both numbers);
+- its train/val split is the single-stream rule with seed `part_seed(seed, k)` = sampling.derive_seed(seed,
+  k): splitmix64(splitmix64(seed) ^ k) folded to 32 bits, so parts never share a draw sequence;
+- its budgets are `part_budget(B, N, k)` = B // N, plus one token for k < B % N (the parts add up to B
+  exactly; None, unlimited, stays None). A part whose data runs out before its share leaves that
+  shortfall unfilled (parts cannot see each other); the merge logs it and meta records every part.
+- its meta.json has `provenance.part` = {index, num_parts, seed (the config seed), part_seed,
+  max_train_tokens, max_val_tokens (the source's whole budgets)}.
+
+Merge (`merge_pretrain_parts`): per split, the parts' token streams concatenated in part order 0..N-1 and
+re-sharded at `shard_bytes` by the one ShardWriter (atomic shards, meta.json last, stale outputs removed
+first). Copied in COPY_CHUNK_BYTES chunks: memory stays flat; every part shard is re-hashed while read and
+must match its part's meta.json. A part whose split ends in a budget-cut document (no eot) and is followed
+by a later part's tokens gets eot in place of that document's last token, so documents stay eot-separated
+and totals stay exact (`part_boundary_cuts` counts them). Same parts => byte-identical merge.
+Merged meta: the usual fields (verify passes), `seed` = the config seed, the whole budgets, `split_rule`
+naming the parts, `num_parts`, and `parts`: [{index, train_tokens, val_tokens, train_documents,
+val_documents, max_train_tokens, max_val_tokens, meta_sha256}].
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from niels_gpt.cache.meta import read_meta, write_meta
+from niels_gpt.hashing import sha256_file
+from niels_gpt.layout import META, SPLITS, part_name
+from niels_gpt.pretrain.shards import ShardWriter, prepare_out_dir, run_writers
+from niels_gpt.sampling import derive_seed
+from niels_gpt.token_files import TOKEN_DTYPE
+COPY_CHUNK_BYTES = 4 << 20  # 4 MiB per read: flat memory on multi-GB shards, few syscalls
+# Fields every part must agree on (they describe the tokens or the dataset, not the part)
+SAME_IN_EVERY_PART = (
+    "format_version", "token_dtype", "tokenizer_sha256", "vocab_size", "special_token_ids", "eot_id",
+    "document_separator", "dataset_name", "dataset_config", "dataset_revision", "streaming", "determinism",
+    "val_doc_prob", "shuffle_buffer",
+)
+PART_RECORD_SAME = ("num_parts", "seed", "max_train_tokens", "max_val_tokens")
+PARTS_SPLIT_RULE = (
+    "{n} parts, merged: part k reads datasets shard(num_shards={n}, index=k, contiguous=True) of the stream, "
+    "taken before the buffer shuffle; within part k, with budgets B // {n} + (1 if k < B % {n}) and "
+    "seed_k = splitmix64(splitmix64(seed) ^ k) folded to 32 bits (niels_gpt.sampling.derive_seed(seed, k)): {rule}. "
+    "Merge: the train (and the val) token streams of parts 0..{last} concatenated in part order and re-sharded "
+    "at shard_bytes; a part's budget-cut last document that a later part's tokens follow ends in eot in place "
+    "of its last token"
+)
+RULE_PREFIX = "single stream: "
+
+
+def part_budget(budget: int | None, num_parts: int, part: int) -> int | None:
+    """Part `part`'s share of `budget`: budget // num_parts, one more for part < budget % num_parts."""
+    if budget is None:
+        return None
+    return budget // num_parts + (1 if part < budget % num_parts else 0)
+
+
+def part_seed(seed: int, part: int) -> int:
+    """The split-rule seed of part `part`: sampling.derive_seed(seed, part) (splitmix64, 32 bits)."""
+    return derive_seed(seed, part)
+
+
+def part_record(*, index: int, num_parts: int, seed: int, max_train_tokens, max_val_tokens) -> dict:
+    """What a part's meta.json carries in provenance["part"] (the merge checks it)."""
+    return {
+        "index": index, "num_parts": num_parts, "seed": seed, "part_seed": part_seed(seed, index),
+        "max_train_tokens": max_train_tokens, "max_val_tokens": max_val_tokens,
+    }
+
+
+def stale_parts(parts_dir: Path, num_parts: int) -> list[str]:
+    """part_* folders beyond part num_parts-1 (left by a build with more parts; the merge ignores them)."""
+    wanted = {part_name(k) for k in range(num_parts)}
+    return sorted(p.name for p in parts_dir.glob("part_*") if p.is_dir() and p.name not in wanted)
+
+
+def _read_parts(parts_dir: Path, num_parts: int, source: str | None) -> list[dict]:
+    """Every part's meta.json, checked: present, built, the right index, one config, one tokenizer."""
+    how = f"build it: snakemake -j4 cache/all, or build-pretrain --source {source or '<source>'} --num-parts {num_parts} --part K"
+    metas = []
+    for k in range(num_parts):
+        path = parts_dir / part_name(k) / META
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: part {k} of {num_parts} is missing or unfinished; {how.replace('K', str(k))}")
+        meta = read_meta(str(path))
+        rec = (meta.get("provenance") or {}).get("part")
+        if not meta.get("built") or not isinstance(rec, dict):
+            raise ValueError(f"{path}: not a built part cache (built={meta.get('built')}, no provenance.part); {how}")
+        if rec.get("index") != k or rec.get("num_parts") != num_parts:
+            raise ValueError(f"{path}: is part {rec.get('index')} of {rec.get('num_parts')}, expected part {k} of {num_parts}; {how}")
+        if source is not None and meta["provenance"].get("source") != source:
+            raise ValueError(f"{path}: a part of source {meta['provenance'].get('source')!r}, not {source!r}")
+        first = metas[0] if metas else meta
+        for key in SAME_IN_EVERY_PART:
+            if meta.get(key) != first.get(key):
+                fix = ("the hub moved between the part jobs: pin sources.<source>.revision to a commit"
+                       if key == "dataset_revision" else "every part must come from one config and tokenizer")
+                raise ValueError(f"{path}: {key}={meta.get(key)!r} but part 0 has {first.get(key)!r}; {fix}, "
+                                 "then rebuild the parts")  # fmt: skip
+        for key in PART_RECORD_SAME:
+            if rec.get(key) != first["provenance"]["part"].get(key):
+                raise ValueError(f"{path}: provenance.part.{key}={rec.get(key)!r} but part 0 has "
+                                 f"{first['provenance']['part'].get(key)!r}; rebuild the parts with one config")  # fmt: skip
+        meta["_meta_sha256"] = sha256_file(path)
+        metas.append(meta)
+    return metas
+
+
+def _shard_chunks(split_dir: Path, shards: list[dict]) -> Iterator[np.ndarray]:
+    """The tokens of `shards` in order, COPY_CHUNK_BYTES at a time, each shard checked against meta."""
+    for s in shards:
+        path = split_dir / s["file"]
+        size = path.stat().st_size if path.is_file() else None
+        if size != 2 * s["tokens"]:
+            raise ValueError(f"{path}: {'missing' if size is None else f'{size:,} bytes'}, its part's meta.json "
+                             f"lists {s['tokens']:,} tokens; rebuild that part")  # fmt: skip
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while data := f.read(COPY_CHUNK_BYTES):
+                h.update(data)
+                yield np.frombuffer(data, dtype=TOKEN_DTYPE)
+        if h.hexdigest() != s["sha256"]:
+            raise ValueError(f"{path}: sha256 {h.hexdigest()[:12]}... differs from its part's meta.json "
+                             f"({s['sha256'][:12]}...): the part changed after its build; rebuild that part")  # fmt: skip
+
+
+def _copy_split(writer: ShardWriter, parts_dir: Path, metas: list[dict], split: str, eot: int, bar) -> int:
+    """Append every part's `split` tokens to `writer`; returns how many cut documents got an eot."""
+    cuts = 0
+    for k, meta in enumerate(metas):
+        followed = any(m[f"{split}_tokens"] for m in metas[k + 1 :])
+        held = None  # the last chunk is held back: it may end in a cut document
+        for chunk in _shard_chunks(parts_dir / part_name(k) / split, meta["shards"][split]):
+            if held is not None:
+                bar.update(writer.write(held))
+            held = chunk
+        if held is not None and followed and held[-1] != eot:
+            held = held.copy()
+            held[-1] = eot
+            cuts += 1
+        if held is not None:
+            bar.update(writer.write(held))
+        writer.n_documents += meta[f"{split}_documents"]
+    return cuts
+
+
+def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int, cuts: dict) -> dict:
+    first, rec = metas[0], metas[0]["provenance"]["part"]
+    n = len(metas)
+    rule = first["split_rule"]
+    rule = (rule[len(RULE_PREFIX):] if rule.startswith(RULE_PREFIX) else rule).replace("(seed)", "(seed_k)")
+    meta = {key: first.get(key) for key in SAME_IN_EVERY_PART}
+    prov = {k: v for k, v in first["provenance"].items() if k not in ("part", "stream")}
+    prov["parts_dir"] = os.path.relpath(parts_dir, out)
+    prov["part_streams"] = [m["provenance"].get("stream") for m in metas]
+    meta.update(
+        seed=rec["seed"], shard_bytes=shard_bytes, max_train_tokens=rec["max_train_tokens"],
+        max_val_tokens=rec["max_val_tokens"], split_rule=PARTS_SPLIT_RULE.format(n=n, last=n - 1, rule=rule),
+        num_parts=n, documents_seen=sum(m.get("documents_seen", 0) for m in metas), part_boundary_cuts=cuts,
+        parts=[{
+            "index": k, "train_tokens": m["train_tokens"], "val_tokens": m["val_tokens"],
+            "train_documents": m["train_documents"], "val_documents": m["val_documents"],
+            "max_train_tokens": m["max_train_tokens"], "max_val_tokens": m["max_val_tokens"],
+            "meta_sha256": m["_meta_sha256"],
+        } for k, m in enumerate(metas)],
+        provenance=prov,
+    )
+    return meta
+
+
+def shortfalls(meta: dict) -> list[str]:
+    """One line per part that filled less than its budget share (its data ran out)."""
+    lines = []
+    for p in meta["parts"]:
+        for split in SPLITS:
+            want = p[f"max_{split}_tokens"]
+            if want is not None and p[f"{split}_tokens"] < want:
+                lines.append(f"{part_name(p['index'])}: {split} {p[f'{split}_tokens']:,} of its {want:,} tokens "
+                             "(its data ran out; the merged cache is that much short of the budget)")  # fmt: skip
+    return lines
+
+
+def merge_pretrain_parts(
+    parts_dir: str | os.PathLike, out_dir: str | os.PathLike, *, num_parts: int, shard_bytes: int,
+    source: str | None = None, log: Callable[[str], None] = print,
+) -> dict:
+    """Merge `parts_dir/part_{k:03d}` (k < num_parts) into `out_dir/{train,val}` + meta.json; returns the meta."""
+    from tqdm import tqdm
+
+    if num_parts < 1:
+        raise ValueError(f"num_parts must be >= 1, got {num_parts}")
+    parts_dir, out = Path(parts_dir), Path(out_dir)
+    if not parts_dir.is_dir():
+        raise FileNotFoundError(f"{parts_dir}: no parts folder; build the parts first (build-pretrain --part K)")
+    metas = _read_parts(parts_dir, num_parts, source)
+    stale = stale_parts(parts_dir, num_parts)
+    if stale:
+        log(f"ignoring {', '.join(stale)} in {parts_dir}: left by a build with more parts (delete them to free the space)")
+    eot = metas[0]["eot_id"]
+    prepare_out_dir(out)
+    writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=None) for split in SPLITS}
+    total = sum(m[f"{s}_tokens"] for m in metas for s in SPLITS)
+    cuts = {}
+
+    def fill() -> dict:
+        with tqdm(total=total, desc=f"merge {out}", unit="tok", unit_scale=True, disable=None) as bar:
+            for split, w in writers.items():
+                cuts[split] = _copy_split(w, parts_dir, metas, split, eot, bar)
+        return {}
+
+    written = run_writers(writers, fill)
+    meta = _merged_meta(metas, parts_dir, out, shard_bytes, cuts)
+    meta.update(written)
+    meta["built"] = True
+    write_meta(str(out / "meta.json"), meta)
+    for line in shortfalls(meta):
+        log(f"warning: {line}")
+    return meta

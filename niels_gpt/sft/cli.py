@@ -1,0 +1,71 @@
+"""`build-sft` and `build-sft-primer`: one SFT source -> `{out-dir}/{train,val}_tokens.bin, _idx.npy, meta.json`.
+
+  python -m niels_gpt.cache.cli build-sft --source oasst1 --tokenizer cache/tokenizer/spm.model --out-dir cache/sft/oasst1
+  python -m niels_gpt.cache.cli build-sft-primer --primer-jsonl data/primer.jsonl --out-dir cache/sft --seed 42 \\
+      --val-frac 0.1 --t-max 1024          (writes {out-dir}/primer/)
+
+Every setting is a config key (sources.<source>.*, sft.t_max, seed): --spec, --set or --config-file.
+`build-sft-primer` also takes its settings as the flags above and prints examples and tokens per split.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from niels_gpt import layout
+from niels_gpt.command_line import add_config_args, resolve_config
+from niels_gpt.data.registry import SFT_SOURCES
+
+
+def _tokenizer_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "build-sft",
+        help="build one SFT cache (dolly15k, oasst1 or primer)",
+        description="Render every chat with the one template (assistant-only labels), split by example or by group "
+        "(oasst1: by tree) with the seeded split, and write uint16 tokens + int64 offsets + meta.json.",
+    )
+    p.add_argument("--source", required=True, choices=SFT_SOURCES, help="which SFT source")
+    _tokenizer_flag(p)
+    p.add_argument("--out-dir", default=None, help="output folder (default: {cache_dir}/sft/{source})")
+    add_config_args(p)
+    p.set_defaults(func=run_build_sft)
+
+    q = sub.add_parser(
+        "build-sft-primer",
+        help="build the primer SFT cache from data/primer.jsonl",
+        description="Validate data/primer.jsonl strictly and build {out-dir}/primer/.",
+    )
+    q.add_argument("--primer-jsonl", default=None, help="chat examples, one JSON object per line [sources.primer.jsonl]")
+    q.add_argument("--out-dir", default=None, help="SFT root; the cache goes to {out-dir}/primer (default: {cache_dir}/sft)")
+    _tokenizer_flag(q)
+    q.add_argument("--seed", type=int, default=None, help="split seed [seed]")
+    q.add_argument("--val-frac", type=float, default=None, help="share of examples held out [sources.primer.val_frac]")
+    q.add_argument("--t-max", type=int, default=None, help="context length T_max [sft.t_max]")
+    add_config_args(q)
+    q.set_defaults(func=run_build_sft_primer)
+
+
+def _build(cfg: dict, source: str, tokenizer: str | None, out_dir: str) -> int:
+    from niels_gpt.sft.job import build_sft_source, format_summary
+
+    tokenizer = tokenizer or layout.tokenizer_model(cfg["cache_dir"])
+    meta = build_sft_source(cfg, source, tokenizer_path=tokenizer, out_dir=out_dir)
+    print(format_summary(meta, out_dir), flush=True)
+    return 0
+
+
+def run_build_sft(args) -> int:
+    cfg = resolve_config(args)
+    return _build(cfg, args.source, args.tokenizer, args.out_dir or layout.sft_dir(cfg["cache_dir"], args.source))
+
+
+def run_build_sft_primer(args) -> int:
+    flags = {"sources.primer.jsonl": args.primer_jsonl, "seed": args.seed,
+             "sources.primer.val_frac": args.val_frac, "sft.t_max": args.t_max}  # fmt: skip
+    cfg = resolve_config(args, flags)
+    out_root = args.out_dir or f"{cfg['cache_dir']}/sft"
+    return _build(cfg, "primer", args.tokenizer, f"{out_root}/primer")

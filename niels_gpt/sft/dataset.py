@@ -1,0 +1,173 @@
+"""SFTExampleDataset: memory-mapped SFT examples -> (x, y, y_masked) batches for training.
+
+Reads one split of an SFT cache (writer.py): `{split}_tokens.bin` (uint16 LE, memory-mapped, never
+read whole) and `{split}_idx.npy` (int64 start offsets). Special ids come from the sibling meta.json
+unless given.
+
+Per row: one example, cut to its kept window of at most T+1 tokens (windows.py: `head` keeps the
+first T+1, `tail` the last); a shorter example is padded with eot to T+1; x = seq[:-1], y = seq[1:].
+y_masked is y where the target is loss-active and -100 elsewhere (pad targets included). The loss
+mask is computed once at init on the whole file with `loss_mask_from_tokens` (reset at every example
+start), i.e. on whole examples before they are cut, so it is right whichever end is cut and equals
+the shifted `render_chat_sft` labels. It costs one byte per token of RAM (a few MB for dolly or oasst1).
+
+Examples with no loss-active target inside their window for this T are excluded at init (so no
+batch row is ever entirely -100); `num_excluded` counts them.
+
+Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B rows,
+uniformly over the kept examples, with replacement; then one gather for all B rows.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from niels_gpt import layout
+from niels_gpt.cache.meta import read_meta
+from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
+from niels_gpt.sft.windows import check_truncation, count_targets, kept_windows
+from niels_gpt.token_files import OFFSET_DTYPE, open_tokens
+
+
+class SFTExampleDataset:
+    def __init__(
+        self,
+        tokens_path: str | os.PathLike,
+        idx_path: str | os.PathLike,
+        *,
+        T: int,
+        device: str = "cpu",
+        eot_id: int,
+        truncation: str = "head",
+        special_ids: dict[str, int] | None = None,
+        tokenizer=None,
+    ):
+        check_truncation(truncation)
+        if T < 1:
+            raise ValueError(f"T must be >= 1, got {T}")
+        self.tokens_path, self.idx_path = str(tokens_path), str(idx_path)
+        self.T, self.device, self.eot_id, self.truncation = T, device, int(eot_id), truncation
+        self.meta = self._sibling_meta(tokenizer)
+        self.special_ids = self._special_ids(special_ids, tokenizer)
+        if self.special_ids["eot"] != self.eot_id:
+            raise ValueError(f"eot_id={eot_id} but the special ids say eot={self.special_ids['eot']} ({self.tokens_path})")
+        self.tokens = open_tokens(self.tokens_path)
+        n_tok = self.tokens.shape[0]
+        starts = self._load_offsets(n_tok)
+        lengths = np.diff(np.append(starts, n_tok))
+        self.num_examples = len(starts)
+        self.mask = loss_mask_from_tokens(self.tokens, self.special_ids, example_starts=starts)
+        lo, width = kept_windows(starts, lengths, T, truncation)
+        keep = count_targets(self.mask, lo, width) > 0
+        self.num_excluded = int((~keep).sum())
+        self.kept = np.flatnonzero(keep)  # example ids that can be sampled
+        self._lo, self._width = lo[keep], width[keep]
+        self._ar = np.arange(T + 1, dtype=np.int64)
+
+    # -- construction helpers ------------------------------------------------------------------
+    @classmethod
+    def from_cache_dir(cls, cache_dir, split: str = "train", *, T: int, device: str = "cpu", tokenizer=None,
+                       truncation: str | None = None) -> SFTExampleDataset:  # fmt: skip
+        """The `split` of the cache in `cache_dir` (e.g. "cache/sft/oasst1"); truncation from meta."""
+        meta = read_meta(os.path.join(cache_dir, layout.META))
+        if not meta.get("built", True):
+            raise ValueError(
+                f"{cache_dir}: this SFT cache was not built ({meta.get('reason', 'source disabled')}); "
+                f"enable sources.{meta.get('source')}.enabled and rebuild, or leave it out of sft.mix"
+            )
+        if split not in layout.SPLITS:
+            raise ValueError(f"split must be one of {layout.SPLITS}, got {split!r}")
+        return cls(
+            os.path.join(cache_dir, layout.sft_tokens_name(split)),
+            os.path.join(cache_dir, layout.sft_offsets_name(split)),
+            T=T,
+            device=device,
+            eot_id=meta["special_token_ids"]["eot"],
+            truncation=truncation or meta.get("truncation", "head"),
+            tokenizer=tokenizer,
+        )
+
+    def _sibling_meta(self, tokenizer) -> dict | None:
+        path = Path(self.tokens_path).with_name(layout.META)
+        if not path.exists():
+            if tokenizer is not None:
+                raise FileNotFoundError(f"{path}: no meta.json, so the cache's tokenizer cannot be checked")
+            return None
+        meta = read_meta(str(path))
+        if tokenizer is not None and meta.get("tokenizer_sha256") != tokenizer.sha256:
+            raise ValueError(
+                f"{path}: cache was built with tokenizer sha256 {meta.get('tokenizer_sha256')}, but the tokenizer "
+                f"in use ({tokenizer.model_path}) has sha256 {tokenizer.sha256}; rebuild the cache with this "
+                "tokenizer or train with the one it was built with"
+            )
+        return meta
+
+    def _special_ids(self, given, tokenizer) -> dict[str, int]:
+        if given is not None:
+            ids = dict(given)
+        elif self.meta is not None and "special_token_ids" in self.meta:
+            ids = dict(self.meta["special_token_ids"])
+        elif tokenizer is not None:
+            ids = dict(tokenizer.special_ids)
+        else:
+            raise ValueError(
+                f"{self.tokens_path}: no meta.json beside it to read special ids from; pass special_ids= or tokenizer="
+            )
+        missing = {"sys", "usr", "asst", "eot"} - set(ids)
+        if missing:
+            raise ValueError(f"{self.tokens_path}: special ids lack {sorted(missing)}")
+        return {k: int(v) for k, v in ids.items()}
+
+    def _load_offsets(self, n_tok: int):
+        try:
+            starts = np.load(self.idx_path, allow_pickle=False)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.idx_path}: SFT offsets not found; build the SFT cache first") from None
+        if starts.ndim != 1 or starts.dtype != OFFSET_DTYPE:
+            raise ValueError(f"{self.idx_path}: expected a 1-D int64 offsets array, got {starts.dtype} {starts.shape}")
+        if len(starts) and (starts[0] != 0 or starts[-1] > n_tok or (np.diff(starts) <= 0).any()):
+            raise ValueError(
+                f"{self.idx_path}: offsets must start at 0, increase strictly and stay within the "
+                f"{n_tok:,} tokens of {self.tokens_path}"
+            )
+        if not len(starts) and n_tok:
+            raise ValueError(f"{self.idx_path}: no offsets for {n_tok:,} tokens in {self.tokens_path}")
+        return starts.astype(np.int64)
+
+    # -- sampling ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Examples that can be sampled (those with a loss-active target in their window)."""
+        return len(self.kept)
+
+    def rows(self, ids):
+        """(x, y, y_masked) as numpy int64 arrays for kept-example indices `ids` (0..len-1)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        lo, width = self._lo[ids], self._width[ids]
+        valid = self._ar[None, :] < width[:, None]
+        pos = np.where(valid, lo[:, None] + self._ar[None, :], 0)
+        seq = np.where(valid, self.tokens[pos], self.eot_id).astype(np.int64)
+        active = self.mask[pos] & valid
+        y = np.ascontiguousarray(seq[:, 1:])
+        return np.ascontiguousarray(seq[:, :-1]), y, np.where(active[:, 1:], y, IGNORE_INDEX)
+
+    def get_batch(self, *, B: int, generator=None):
+        """(x, y, y_masked), each (B, T) int64 on `device`; rows drawn uniformly over kept examples."""
+        import torch
+
+        if not len(self):
+            raise ValueError(
+                f"{self.tokens_path}: no example has a loss-active target within T+1={self.T + 1} tokens "
+                f"({self.num_examples:,} examples, {self.num_excluded:,} excluded); nothing to sample"
+            )
+        ids = torch.randint(len(self), (B,), generator=generator).numpy()
+        x, y, ym = self.rows(ids)
+        return tuple(torch.from_numpy(a).to(self.device) for a in (x, y, ym))
+
+    def __repr__(self) -> str:
+        return (
+            f"SFTExampleDataset({self.tokens_path!r}, T={self.T}, truncation={self.truncation!r}, "
+            f"examples={len(self):,} kept / {self.num_examples:,}, excluded={self.num_excluded:,})"
+        )

@@ -1,0 +1,264 @@
+"""The one SFT cache writer, for every SFT source (dolly15k, oasst1, primer).
+
+Output in `out_dir` (names from layout.py, dtypes from token_files.py):
+  {train,val}_tokens.bin  uint16 LE, each example's full `render_chat_sft` input_ids, back to back
+  {train,val}_idx.npy     int64 start offsets (np.save), offsets-only: example i is
+                          tokens[idx[i]:idx[i+1]], the last runs to the end of the file
+  meta.json               meta.REQUIRED_SFT + source, splits.*.num_examples / num_tokens /
+                          num_label_tokens / num_dropped / num_truncated, val_frac, seed, T_max,
+                          truncation, files with sha256, tokenizer sha256, format_version, provenance
+
+Examples are stored whole (not cut to T_max): the dataset cuts at read time (windows.py), after
+computing the loss mask on the whole example. An example is dropped at build time only if no
+loss-active target falls inside the T_max+1 tokens its truncation keeps (it could never contribute
+to the loss); `num_dropped` counts them per split. An example with no assistant message is refused.
+
+Split: `niels_gpt.splits` by example, or by group when `group_keys` is given (oasst1 passes tree
+ids so all threads of a tree land in one split). Order within a split is input order.
+
+Memory: the examples are buffered (as (role, content) string pairs) because the split needs every
+group key before the first write; SFT sets are small (dolly 15k rows, oasst1 ~10k threads: tens of
+MB of text). Token ids are never held for more than one batch: they are stream-written.
+
+Atomicity: stale outputs are removed first (meta.json first), files are written under `*.tmp` and
+renamed when all are complete, meta.json last. A failed build leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from niels_gpt.atomic import tmp_path_for
+from niels_gpt.cache.meta import REQUIRED_SFT, check_required, write_meta
+from niels_gpt.chat_template import IGNORE_INDEX, normalize_messages, render_chat_sft_batch
+from niels_gpt.layout import FORMAT_VERSION, META, SPLITS, sft_file_names, sft_offsets_name, sft_tokens_name
+from niels_gpt.sft.windows import check_truncation, count_targets, kept_windows
+from niels_gpt.splits import SPLIT_RULE, val_groups, val_mask
+from niels_gpt.token_files import OFFSET_DTYPE, OFFSET_DTYPE_NAME, TOKEN_DTYPE, TOKEN_DTYPE_NAME, check_vocab_fits
+
+ENCODE_BATCH = 512  # examples per encode_batch call: large enough to amortize, small enough to stream
+TEMPLATE = "<role> content <eot> per message; labels on assistant content + its eot (chat_template.py)"
+
+
+def remove_outputs(out_dir: str | os.PathLike) -> None:
+    """Remove a previous cache (meta.json first, so a half-removed cache never looks complete)."""
+    for name in sft_file_names():
+        for p in (Path(out_dir) / name, tmp_path_for(Path(out_dir) / name)):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+
+def _messages_of(example: Any) -> Any:
+    if hasattr(example, "messages"):  # ChatSample
+        return example.messages
+    if isinstance(example, dict) and "messages" in example:  # a primer.jsonl object
+        return example["messages"]
+    return example
+
+
+def _buffer(examples: Iterable, source: str | None) -> list[list[tuple[str, str]]]:
+    what = f"{source} example" if source else "example"
+    return [normalize_messages(_messages_of(ex), where=f"{what} {i}") for i, ex in enumerate(examples)]
+
+
+def usable(rendered: list[tuple[list[int], list[int]]], t_max: int, truncation: str) -> np.ndarray:
+    """For each (input_ids, labels): does a loss-active target fall inside its kept T_max+1 window?"""
+    lengths = np.array([len(ids) for ids, _ in rendered], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    mask = np.fromiter((v != IGNORE_INDEX for _, labels in rendered for v in labels), dtype=bool, count=int(lengths.sum()))
+    lo, width = kept_windows(starts, lengths, t_max, truncation)
+    return count_targets(mask, lo, width) > 0
+
+
+def _write_split(pairs_list, tokenizer, out: Path, split: str, t_max: int, truncation: str, bar) -> dict:
+    """Render, filter and stream-write one split under temporary names; returns its stats and files."""
+    tokens_name, offsets_name = sft_tokens_name(split), sft_offsets_name(split)
+    h = hashlib.sha256()
+    offsets: list[int] = []
+    n_tokens = n_labels = n_dropped = n_truncated = 0
+    with open(tmp_path_for(out / tokens_name), "wb") as f:
+        for lo in range(0, len(pairs_list), ENCODE_BATCH):
+            batch = pairs_list[lo : lo + ENCODE_BATCH]
+            rendered = render_chat_sft_batch(tokenizer, batch)
+            chunk: list[int] = []
+            for (input_ids, labels), ok in zip(rendered, usable(rendered, t_max, truncation)):
+                if not ok:
+                    n_dropped += 1
+                    continue
+                offsets.append(n_tokens + len(chunk))
+                chunk.extend(input_ids)
+                n_labels += sum(1 for v in labels if v != IGNORE_INDEX)
+                n_truncated += len(input_ids) > t_max + 1
+            data = np.asarray(chunk, dtype=TOKEN_DTYPE).tobytes()
+            f.write(data)
+            h.update(data)
+            n_tokens += len(chunk)
+            bar.update(len(batch))
+        f.flush()
+        os.fsync(f.fileno())
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(offsets, dtype=OFFSET_DTYPE), allow_pickle=False)
+    idx_bytes = buf.getvalue()
+    with open(tmp_path_for(out / offsets_name), "wb") as f:
+        f.write(idx_bytes)
+        f.flush()
+        os.fsync(f.fileno())
+    stats = {"num_examples": len(offsets), "num_tokens": n_tokens, "num_label_tokens": n_labels,
+             "num_dropped": n_dropped, "num_truncated": n_truncated}  # fmt: skip
+    files = {
+        tokens_name: {"sha256": h.hexdigest(), "bytes": n_tokens * TOKEN_DTYPE.itemsize},
+        offsets_name: {"sha256": hashlib.sha256(idx_bytes).hexdigest(), "bytes": len(idx_bytes)},
+    }
+    return {"stats": stats, "files": files}
+
+
+def assign_splits(n: int, group_keys: Sequence | None, val_frac: float, seed: int) -> tuple[list[bool], dict]:
+    """is_val per example (niels_gpt.splits, by example or by group) and what to record in meta."""
+    if group_keys is None:
+        return val_mask(n, val_frac, seed), {"split_by": "example"}
+    group_keys = list(group_keys)
+    if len(group_keys) != n:
+        raise ValueError(f"group_keys has {len(group_keys):,} entries for {n:,} examples; give one per example")
+    held_out = val_groups(group_keys, val_frac, seed)
+    num_groups = {"train": len(set(group_keys) - held_out), "val": len(held_out)}
+    return [g in held_out for g in group_keys], {"split_by": "group", "num_groups": num_groups}
+
+
+def build_sft_cache(
+    examples: Iterable,
+    out_dir: str,
+    *,
+    tokenizer,
+    val_frac: float,
+    seed: int,
+    t_max: int = 1024,
+    truncation: Literal["head", "tail"] = "head",
+    group_keys: Sequence | None = None,
+    source: str | None = None,
+    dataset_name: str | None = None,
+    dataset_config: str | None = None,
+    provenance: dict | None = None,
+) -> dict:
+    """Write the SFT cache of `examples` (lists of messages, or ChatSample) to `out_dir`; returns meta.
+
+    `group_keys[i]` is example i's split group (all examples of a group land in one split); None
+    splits by example. Deterministic: same examples, order and seed => byte-identical files.
+    """
+    from tqdm import tqdm
+
+    check_truncation(truncation)
+    if t_max < 1:
+        raise ValueError(f"t_max must be >= 1, got {t_max}")
+    check_vocab_fits(tokenizer.vocab_size, what=getattr(tokenizer, "model_path", "tokenizer"))
+    out = Path(out_dir)
+    created = not out.exists()
+    remove_outputs(out)
+    try:
+        pairs_list = _buffer(examples, source)
+        is_val, split_info = assign_splits(len(pairs_list), group_keys, val_frac, seed)
+        out.mkdir(parents=True, exist_ok=True)
+        splits, files = {}, {}
+        bar = tqdm(total=len(pairs_list), desc=f"sft {source or out.name}", unit="ex", file=sys.stderr,
+                   disable=not sys.stderr.isatty())  # fmt: skip
+        with bar:
+            for split in SPLITS:
+                chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
+                res = _write_split(chosen, tokenizer, out, split, t_max, truncation, bar)
+                splits[split] = res["stats"]
+                files.update(res["files"])
+                if "num_groups" in split_info:
+                    splits[split]["num_groups"] = split_info["num_groups"][split]
+        _publish(out, files)  # every file complete: move them into place, then meta.json last
+        meta = {
+            **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
+            "built": True,
+            "split_rule": f"{SPLIT_RULE}; by {split_info['split_by']}",
+            "split_by": split_info["split_by"],
+            "val_frac": val_frac,
+            "T_max": t_max,
+            "truncation": truncation,
+            "template": TEMPLATE,
+            "offset_dtype": OFFSET_DTYPE_NAME,
+            "num_input_examples": len(pairs_list),
+            "train_examples": splits["train"]["num_examples"],
+            "val_examples": splits["val"]["num_examples"],
+            "train_tokens": splits["train"]["num_tokens"],
+            "val_tokens": splits["val"]["num_tokens"],
+            "num_dropped": {s: splits[s]["num_dropped"] for s in SPLITS},
+            "splits": splits,
+            "files": files,
+            "provenance": provenance or {},
+        }
+        check_required(meta, REQUIRED_SFT, path=str(out / META))
+        write_meta(str(out / META), meta)
+        return meta
+    except BaseException:
+        remove_outputs(out)
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty: never removes anything we did not write
+        raise
+
+
+def write_not_built(
+    out_dir: str | os.PathLike, *, source: str, reason: str, seed: int, tokenizer=None,
+    dataset_name: str | None = None, dataset_config: str | None = None,
+) -> dict:  # fmt: skip
+    """A disabled source: empty split files (so every declared output exists) + meta with built=false.
+
+    Readers check `built` (SFTExampleDataset.from_cache_dir refuses such a cache with `reason`).
+    """
+    out = Path(out_dir)
+    remove_outputs(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for split in SPLITS:
+        files.update(_write_split([], tokenizer, out, split, 1, "head", _NoBar())["files"])
+    _publish(out, files)
+    meta = {
+        **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
+        "built": False,
+        "reason": reason,
+        "split_rule": None,
+        "train_examples": 0,
+        "val_examples": 0,
+        "files": files,
+    }
+    write_meta(str(out / META), meta)
+    return meta
+
+
+def _meta_header(source, dataset_name, dataset_config, seed: int, tokenizer) -> dict:
+    """The meta fields every SFT cache has, built or not (meta.REQUIRED_COMMON among them)."""
+    return {
+        "kind": "sft",
+        "format_version": FORMAT_VERSION,
+        "source": source,
+        "dataset_name": dataset_name if dataset_name is not None else source,
+        "dataset_config": dataset_config,
+        "seed": seed,
+        "token_dtype": TOKEN_DTYPE_NAME,
+        "tokenizer_sha256": getattr(tokenizer, "sha256", None),
+        "vocab_size": getattr(tokenizer, "vocab_size", None),
+        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
+    }
+
+
+def _publish(out: Path, files: dict) -> None:
+    """Rename every complete `name.tmp` of `files` onto its final name."""
+    for name in files:
+        os.replace(tmp_path_for(out / name), out / name)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass

@@ -1,0 +1,200 @@
+"""Mixed-source byte batches for byte-level training: `get_batch`, `StreamBatcher`, `load_stream_cache`.
+
+A source is a byte stream: `bytes`, `bytearray`, `memoryview`, a 1-D uint8 numpy array (the
+`np.memmap`s that `load_stream_cache` returns) or a 1-D uint8 CPU torch tensor. It is viewed in
+place, never copied. A batch row is a window of T+1 consecutive bytes of one source:
+`x = window[:-1]`, `y = window[1:]`, so `y[:, :-1] == x[:, 1:]`; values 0..255, dtype int64, shape (B, T).
+
+The mixture contract is the one of every mixed batch in niels_gpt (`niels_gpt.sampling`): `p` maps
+source name -> probability, its keys equal the source names, the sum is 1 within 1e-6.
+
+Random draws, in this order, all from `generator` (torch's global RNG when it is None); nothing
+else is random, so the same generator state gives the same batch:
+  1. `sampling.draw_sources`: one `torch.multinomial(probs, B, replacement=True)` over the sources
+     in sorted name order -> the source of every row;
+  2. one `torch.randint(0, 2**62, (B,))` -> row i starts at `r[i] % (len(src_i) - T)` in its
+     source.
+Every start in [0, len(src) - T - 1] is equally likely (the modulo bias is below 2**-32), so every
+window of a source is.
+A per-row loop of `torch.randint(0, len(src) - T, (1,))` calls gives the same distribution but a
+different stream of draws (so different batches for the same seed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Union
+
+import numpy as np
+import torch
+from numpy.lib.stride_tricks import as_strided
+
+from niels_gpt.data.registry import STREAM_SOURCES
+from niels_gpt.sampling import check_mixture, draw_sources
+from niels_gpt.streams.build import stream_paths
+
+_DRAW_HIGH = 1 << 62  # one draw per row, reduced modulo the window count: bias < 2**-32 for streams < 2**30
+
+ByteStream = Union[bytes, bytearray, memoryview, np.ndarray, torch.Tensor]
+BytesSources = dict[str, ByteStream]
+
+
+def default_p_train() -> dict[str, float]:
+    """The byte mixture of config_schema.yaml (`streams.p_train`): wiki 0.784, roam 0.196, primer 0.020."""
+    from niels_gpt.config import schema_defaults
+
+    return dict(schema_defaults()["streams"]["p_train"])
+
+
+def _nbytes(src: ByteStream, name: str) -> int:
+    if isinstance(src, (bytes, bytearray)):
+        return len(src)
+    if isinstance(src, memoryview):
+        return src.nbytes
+    if isinstance(src, np.ndarray):
+        if src.dtype != np.uint8 or src.ndim != 1:
+            raise ValueError(f"{name}: expected a 1-D uint8 array, got {src.dtype} with shape {src.shape}")
+        return src.shape[0]
+    if isinstance(src, torch.Tensor):
+        if src.dtype != torch.uint8 or src.dim() != 1 or src.device.type != "cpu":
+            raise ValueError(f"{name}: expected a 1-D uint8 CPU tensor, got {src.dtype} {tuple(src.shape)} on {src.device}")
+        return src.shape[0]
+    raise TypeError(f"{name}: expected bytes, bytearray, memoryview, uint8 array or tensor, got {type(src).__name__}")
+
+
+def _windows(src: ByteStream, n: int, T: int) -> np.ndarray:
+    """(n - T, T+1) view of `src`: row i is the T+1 bytes starting at i. No copy; only ever read."""
+    if isinstance(src, torch.Tensor):
+        src = src.numpy()
+    if isinstance(src, np.ndarray) and not src.flags.c_contiguous:
+        return as_strided(src, shape=(n - T, T + 1), strides=(src.strides[0],) * 2, writeable=False)
+    # the ndarray constructor over the buffer: ~10x cheaper than as_strided, matters at B=32
+    return np.ndarray((n - T, T + 1), np.uint8, src, 0, (1, 1))
+
+
+def check_lengths(lengths: Mapping[str, int], T: int) -> None:
+    """Every source must hold at least T+1 bytes; one error lists every offender."""
+    if T < 1:
+        raise ValueError(f"T must be >= 1, got {T}")
+    short = {name: n for name, n in sorted(lengths.items()) if n < T + 1}
+    if short:
+        listed = ", ".join(f"{name}: {n:,} bytes" for name, n in short.items())
+        raise ValueError(f"sources shorter than T+1 = {T + 1:,} bytes: {listed}; use a smaller T or more data")
+
+
+def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
+    """The batch from the window views of validated sources (sorted name order): draws as the module
+    docstring says, one strided gather per source that has rows, one cast for x and y together."""
+    if B < 1:
+        raise ValueError(f"B must be >= 1, got {B}")
+    _, idx = draw_sources(p, B, generator)
+    draws = torch.randint(0, _DRAW_HIGH, (B,), generator=generator).numpy()
+    if len(windows) == 1:
+        rows = windows[0][draws % windows[0].shape[0]]
+    else:
+        # rows grouped by source (a stable sort keeps row order within a source), gathered with one
+        # slice write per source, then put back in draw order with one permutation
+        which = idx.numpy()
+        order = np.argsort(which, kind="stable")
+        grouped = np.empty((B, T + 1), dtype=np.uint8)
+        end = 0
+        for k, count in enumerate(np.bincount(which, minlength=len(windows)).tolist()):
+            if count:
+                picked = order[end : end + count]
+                grouped[end : end + count] = windows[k][draws[picked] % windows[k].shape[0]]
+                end += count
+        rows = np.empty_like(grouped)
+        rows[order] = grouped
+    # x and y as one (2, B, T) int64 array: two overlapping views of rows, cast in one copy
+    xy = np.ndarray((2, B, T), np.uint8, rows, 0, (1, T + 1, 1)).astype(np.int64, order="C")
+    x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
+    if device.type != "cpu":
+        x, y = x.to(device), y.to(device)
+    return x, y
+
+
+# `get_batch` is called with the same sources every step: the checks and window views of the last
+# call are reused when the very same objects come again. The entry holds the source objects
+# themselves, so an `id` can never be recycled while it is cached.
+_last_call: tuple | None = None
+
+
+def _validated_windows(sources: Mapping[str, ByteStream], p: Mapping[str, float], T: int) -> list[np.ndarray]:
+    """Window views of the sources in sorted name order, after the mixture and length checks."""
+    global _last_call
+    key = (tuple(p.items()), tuple(sources.items()), T)
+    cached = _last_call
+    if cached is not None and len(cached[0]) == len(key[0]) and cached[0] == key[0] and cached[2] == T:
+        if len(cached[1]) == len(key[1]) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(cached[1], key[1])):
+            return cached[3]
+    names = check_mixture(p, sources.keys(), what="p")
+    lengths = [_nbytes(sources[name], name) for name in names]
+    if T < 1 or min(lengths) < T + 1:
+        check_lengths(dict(zip(names, lengths)), T)
+    windows = [_windows(sources[name], n, T) for name, n in zip(names, lengths)]
+    _last_call = (key[0], key[1], T, windows)
+    return windows
+
+
+class StreamBatcher:
+    """Sources + mixture validated once, ready to sample batches (the same draws as `get_batch`)."""
+
+    def __init__(self, sources: Mapping[str, ByteStream], *, p: Mapping[str, float], T: int, device: str | torch.device = "cpu"):
+        self.T = int(T)
+        self._windows = _validated_windows(sources, p, self.T)  # views keep their buffers alive
+        self.names = sorted(p)
+        self.p = {name: float(p[name]) for name in self.names}
+        self.device = torch.device(device)
+
+    def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
+        return _sample(self._windows, self.p, B, self.T, self.device, generator)
+
+
+def get_batch(
+    sources: Mapping[str, ByteStream],
+    *,
+    p: Mapping[str, float],
+    B: int,
+    T: int,
+    device: str | torch.device,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample a mixed batch: B windows of T+1 bytes, the source of each row drawn from `p`.
+
+    Raises ValueError if the keys of `p` and `sources` differ (naming the missing and extra ones),
+    if `p` does not sum to 1 within 1e-6, or if any source is shorter than T+1 bytes (listing every
+    such source with its length). Draw order: see the module docstring.
+    """
+    return _sample(_validated_windows(sources, p, T), p, B, T, torch.device(device), generator)
+
+
+def load_stream_cache(cache_dir: str | os.PathLike, split: str, sources: list[str] | None = None) -> dict[str, np.memmap]:
+    """Memory-map the streams of one split: {source: read-only uint8 memmap}.
+
+    `sources=None` takes every stream of `split` whose .meta.json exists (written last, so its
+    presence means the .bin is complete) and skips empty ones (a non-required source that had no
+    input); named sources must exist and be non-empty.
+    """
+    names = sources if sources is not None else [s for s in STREAM_SOURCES if os.path.exists(stream_paths(cache_dir, s, split)[1])]
+    out: dict[str, np.memmap] = {}
+    for name in names:
+        bin_path, meta_path = stream_paths(cache_dir, name, split)
+        if not os.path.exists(meta_path):
+            raise FileNotFoundError(
+                f"{meta_path}: no stream meta - build it with `snakemake -j4 {bin_path}` or "
+                f"`python -m niels_gpt.cache.cli build-streams --source {name}`"
+            )
+        with open(meta_path, encoding="utf-8") as f:
+            meta: dict[str, Any] = json.load(f)
+        size = os.path.getsize(bin_path)
+        if size != meta.get("n_bytes"):
+            raise ValueError(f"{bin_path}: {size:,} bytes but its meta says {meta.get('n_bytes')!r}; rebuild the stream")
+        if size == 0:
+            if sources is not None:
+                raise ValueError(f"{bin_path}: the {name} {split} stream is empty ({meta.get('empty_reason', 'no input')})")
+            continue
+        out[name] = np.memmap(bin_path, dtype=np.uint8, mode="r")
+    return out

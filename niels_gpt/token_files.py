@@ -1,0 +1,82 @@
+"""uint16 token files, the one on-disk format of every token cache, and the one way to open them.
+
+A token file is raw little-endian uint16 ids and nothing else: pretrain shards
+(`{split}/shard_NNNNN.bin`) and SFT `{split}_tokens.bin`. Its length in tokens is its byte size / 2,
+so an odd byte size means a damaged file. SFT offsets are int64 (`{split}_idx.npy`, np.save).
+`open_tokens` maps a file read-only: slicing the map reads only the pages it touches, never the
+whole file. Readers only ever see final names; `list_shards` ignores `*.tmp` files, which a running
+or killed build leaves under their temporary name.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from niels_gpt.atomic import TMP_SUFFIX
+from niels_gpt.layout import SHARD_GLOB
+
+# uint16 is enough: every id < 2**16 is checked when the tokenizer is trained and again when loaded
+TOKEN_DTYPE = np.dtype("<u2")
+TOKEN_DTYPE_NAME = "uint16-le"
+TOKEN_BYTES = TOKEN_DTYPE.itemsize
+OFFSET_DTYPE = np.dtype("<i8")
+OFFSET_DTYPE_NAME = "int64-le"
+MAX_VOCAB = 1 << 16
+
+
+def check_vocab_fits(vocab_size: int, *, what: str = "tokenizer") -> None:
+    """Refuse a vocabulary whose ids do not fit in uint16."""
+    if vocab_size > MAX_VOCAB:
+        raise ValueError(
+            f"{what}: vocabulary of {vocab_size:,} pieces does not fit the uint16 cache format "
+            f"(every id must be < {MAX_VOCAB:,}); lower tokenizer.vocab_size"
+        )
+
+
+def token_count(path: str | os.PathLike) -> int:
+    """Tokens in a uint16 file, from its size alone (nothing is read)."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: token file not found; build the cache first (snakemake -j4 cache/all)") from None
+    if size % TOKEN_BYTES:
+        raise ValueError(
+            f"{path}: {size:,} bytes is not a whole number of uint16 tokens; the file is damaged - rebuild the cache"
+        )
+    return size // TOKEN_BYTES
+
+
+def open_tokens(path: str | os.PathLike) -> np.ndarray:
+    """Read-only memory map of a uint16 token file (an empty file gives an empty array)."""
+    n = token_count(path)
+    if n == 0:
+        return np.zeros(0, dtype=TOKEN_DTYPE)  # np.memmap cannot map an empty file
+    return np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
+
+
+def list_shards(split_dir: str | os.PathLike) -> list[Path]:
+    """`shard_*.bin` files of a split directory in name order; temporary `*.tmp` files are ignored."""
+    d = Path(split_dir)
+    if not d.is_dir():
+        raise NotADirectoryError(
+            f"{d}: no such shard directory; build the cache first "
+            "(`snakemake -j4 cache/all` or `python -m niels_gpt.cache.cli build-pretrain ...`)"
+        )
+    return sorted(p for p in d.glob(SHARD_GLOB) if not p.name.endswith(TMP_SUFFIX))
+
+
+def remove_files(directory: str | os.PathLike, patterns: tuple[str, ...]) -> list[Path]:
+    """Delete the files of `directory` matching any glob pattern; returns what was removed."""
+    d = Path(directory)
+    removed = []
+    if not d.is_dir():
+        return removed
+    for pattern in patterns:
+        for p in sorted(d.glob(pattern)):
+            if p.is_file():
+                p.unlink()
+                removed.append(p)
+    return removed

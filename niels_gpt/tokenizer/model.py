@@ -1,0 +1,101 @@
+"""SentencePieceTokenizer: encode/decode with the four chat special tokens as control symbols.
+
+Layout of the id space (fixed by `niels_gpt.tokenizer.train.train_sentencepiece`):
+  0            <unk>
+  1..4         sys, usr, asst, eot  (control symbols: never produced from text)
+  5, 6         "\n", "\t"           (user-defined: whitespace is kept exactly)
+  7..262       <0x00>..<0xFF>       (byte fallback: any character round-trips)
+  263..        learned pieces
+No bos/eos/pad pieces: chat structure is explicit special ids, documents end with eot.
+
+Normalization is the identity and no dummy prefix is added, so `decode(encode(text)) == text`
+for every text (runs of spaces, tabs, newlines and unseen characters included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from niels_gpt.token_files import check_vocab_fits
+from niels_gpt.special_tokens import SPECIAL_TOKENS
+
+
+
+class SentencePieceTokenizer:
+    """Encode/decode with special ids by name; the only tokenizer every later stage uses."""
+
+    def __init__(self, model_path: str | os.PathLike):
+        import sentencepiece as spm
+
+        self.model_path = str(model_path)
+        try:
+            data = Path(model_path).read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{model_path}: tokenizer model not found; build it with "
+                "`snakemake -j4 cache/tokenizer/spm.model` (add `--config demo=true` offline)"
+            ) from None
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self._sp = spm.SentencePieceProcessor(model_proto=data)
+        self.vocab_size = self._sp.get_piece_size()
+        check_vocab_fits(self.vocab_size, what=self.model_path)
+        self.special_ids: dict[str, int] = {}
+        for name, piece in SPECIAL_TOKENS.items():
+            pid = self._sp.piece_to_id(piece)
+            if self._sp.id_to_piece(pid) != piece or not self._sp.is_control(pid):
+                raise ValueError(
+                    f"{model_path}: special token {name} ({piece}) is not a control symbol of this "
+                    "model; train it with niels_gpt (tokenizer.model_path must point to such a model)"
+                )
+            self.special_ids[name] = pid
+
+    @property
+    def sys_id(self) -> int:
+        return self.special_ids["sys"]
+
+    @property
+    def usr_id(self) -> int:
+        return self.special_ids["usr"]
+
+    @property
+    def asst_id(self) -> int:
+        return self.special_ids["asst"]
+
+    @property
+    def eot_id(self) -> int:
+        return self.special_ids["eot"]
+
+    def encode(self, text: str) -> list[int]:
+        """Ordinary pieces only: special strings inside `text` are encoded as plain text."""
+        return self._sp.encode(text)
+
+    def encode_batch(self, texts: list[str], *, num_threads: int = -1) -> list[list[int]]:
+        """Encode many texts in C++ threads (order preserved); -1 uses every core."""
+        return self._sp.encode(texts, num_threads=num_threads)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ordinary pieces; special ids decode to nothing (see `decode_with_specials`)."""
+        return self._sp.decode(list(ids))
+
+    def decode_with_specials(self, ids: Iterable[int]) -> str:
+        """Like `decode`, but special ids appear as their literal strings (for inspection)."""
+        by_id = {v: SPECIAL_TOKENS[k] for k, v in self.special_ids.items()}
+        out, run = [], []
+        for i in ids:
+            if i in by_id:
+                out.append(self._sp.decode(run))
+                out.append(by_id[i])
+                run = []
+            else:
+                run.append(int(i))
+        out.append(self._sp.decode(run))
+        return "".join(out)
+
+    def id_to_piece(self, i: int) -> str:
+        return self._sp.id_to_piece(i)
+
+    def __repr__(self) -> str:
+        return f"SentencePieceTokenizer({self.model_path!r}, vocab_size={self.vocab_size}, sha256={self.sha256[:12]})"
