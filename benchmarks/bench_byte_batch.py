@@ -17,7 +17,6 @@ import numpy as np
 import torch
 
 from benchmarks.timing import rate
-
 from niels_gpt.batching import StreamBatcher, default_p_train, get_batch
 
 SOURCE_BYTES = {"wiki": 8_000_000, "roam": 2_000_000, "primer": 250_000}  # ~10 MB, shaped like p_train
@@ -37,8 +36,6 @@ def reference_get_batch(sources, *, p, B, T, device, generator=None):
         xs.append(t[:-1])
         ys.append(t[1:])
     return torch.stack(xs), torch.stack(ys)
-
-
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ import numpy as np
 import torch
 
 from benchmarks.timing import rate
-
 from niels_gpt.cache.loader import MixedLoader, derive_seed
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.sampling import draw_sources
@@ -65,8 +64,10 @@ def compare(label: str, ref, new, rounds: int, seconds: float) -> None:
         news.append(c)
         ratios.append(c / r)
     r, c = statistics.median(refs), statistics.median(news)
-    print(f"{label:6s}: reference {r:8.1f} us/batch | MixedLoader {c:8.1f} us/batch | overhead {c - r:+7.1f} us | "
-          f"ratio {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)")  # fmt: skip
+    print(
+        f"{label:6s}: reference {r:8.1f} us/batch | MixedLoader {c:8.1f} us/batch | overhead {c - r:+7.1f} us | "
+        f"ratio {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)"
+    )
 
 
 def main() -> None:
@@ -81,10 +82,14 @@ def main() -> None:
     B, T = args.B, args.T
 
     with tempfile.TemporaryDirectory(prefix="bench_loader_") as tmp:
-        datasets = {name: PretrainTokenStreamDataset(write_split(Path(tmp) / name, args.tokens, k), T=T)
-                    for k, name in enumerate(MIX)}  # fmt: skip
-        print(f"B={B} T={T}, {len(MIX)} sources of {args.tokens:,} tokens; torch threads 1; "
-              f"{args.rounds} rounds x {args.seconds}s each")  # fmt: skip
+        datasets = {
+            name: PretrainTokenStreamDataset(write_split(Path(tmp) / name, args.tokens, k), T=T)
+            for k, name in enumerate(MIX)
+        }
+        print(
+            f"B={B} T={T}, {len(MIX)} sources of {args.tokens:,} tokens; torch threads 1; "
+            f"{args.rounds} rounds x {args.seconds}s each"
+        )
 
         ds = datasets["fineweb_edu"]
         g = torch.Generator().manual_seed(0)
@@ -97,8 +102,13 @@ def main() -> None:
         g0 = torch.Generator().manual_seed(derive_seed(0, 0, 0))
         want = reference_mixed_batch(datasets, MIX, B=B, T=T, generator=g0)
         assert torch.equal(batch.x, want[0]) and torch.equal(batch.y, want[1]), "batch 0 differs from the reference"
-        compare("mixed", lambda: reference_mixed_batch(datasets, MIX, B=B, T=T, generator=g_mix), lambda: next(mixed),
-                args.rounds, args.seconds)  # fmt: skip
+        compare(
+            "mixed",
+            lambda: reference_mixed_batch(datasets, MIX, B=B, T=T, generator=g_mix),
+            lambda: next(mixed),
+            args.rounds,
+            args.seconds,
+        )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,12 @@ def synthetic_records(n: int, seed: int = 0) -> list[dict]:
             role = "assistant" if parent["role"] == "prompter" else "prompter"
             nodes.append({"message_id": f"{tree}.{i}", "parent_id": parent["message_id"], "role": role})
         for node in nodes:
-            node.update(message_tree_id=tree, text=f"{node['role']} text {node['message_id']}",
-                        lang="en" if rng.random() > 0.1 else "de", deleted=rng.random() < 0.03)
+            node.update(
+                message_tree_id=tree,
+                text=f"{node['role']} text {node['message_id']}",
+                lang="en" if rng.random() > 0.1 else "de",
+                deleted=rng.random() < 0.03,
+            )
             if rng.random() < 0.002:
                 node["parent_id"] = "missing-parent"
         records += nodes
@@ -108,12 +112,13 @@ def main() -> None:
     ref = {n: [] for n in REFERENCE_SIZES}
     for _ in range(args.rounds):
         for n in SIZES:
-            secs, out = _time(lambda: reconstruct_threads(data[n]))
+            rows = data[n]
+            secs, out = _time(lambda rows=rows: reconstruct_threads(rows))
             cand[n].append(secs)
-            nogc[n].append(_time(lambda: reconstruct_threads(data[n]), gc_off=True)[0])
-            base[n].append(_time(lambda: linear_baseline(data[n]), gc_off=True)[0])
+            nogc[n].append(_time(lambda rows=rows: reconstruct_threads(rows), gc_off=True)[0])
+            base[n].append(_time(lambda rows=rows: linear_baseline(rows), gc_off=True)[0])
             if n in REFERENCE_SIZES:
-                rsecs, rout = _time(lambda: reference_threads(data[n]))
+                rsecs, rout = _time(lambda rows=rows: reference_threads(rows))
                 ref[n].append(rsecs)
                 assert {tuple(s.meta["message_ids"]) for s in out} == set(rout), f"outputs differ at {n:,}"
     med = {n: statistics.median(v) for n, v in cand.items()}
@@ -126,8 +131,14 @@ def main() -> None:
     for n in SIZES:
         r = f"{rmed[n]:12.3f} {rmed[n] / med[n]:9.1f}" if n in rmed else f"{'-':>12} {'-':>9}"
         print(f"{n:>10,} {threads[n]:>9,} {med[n]:12.4f} {med_nogc[n]:9.4f} {r}")
-    print(f"candidate 100k/10k ratio: {med[100_000] / med[10_000]:.1f}, gc off {med_nogc[100_000] / med_nogc[10_000]:.1f} (10 = linear)")
-    print(f"linear baseline (dict + object per message, gc off) 100k/10k ratio: {med_base[100_000] / med_base[10_000]:.1f}")
+    print(
+        f"candidate 100k/10k ratio: {med[100_000] / med[10_000]:.1f}, "
+        f"gc off {med_nogc[100_000] / med_nogc[10_000]:.1f} (10 = linear)"
+    )
+    print(
+        "linear baseline (dict + object per message, gc off) 100k/10k ratio: "
+        f"{med_base[100_000] / med_base[10_000]:.1f}"
+    )
     print(f"reference 10k/2.5k ratio: {rmed[10_000] / rmed[2_500]:.1f} (4 = linear, 16 = quadratic)")
 
 

@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from benchmarks.timing import rate
-
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 
 VOCAB = 16_004  # the pipeline's default tokenizer: 16,000 pieces + 4 specials
@@ -35,8 +34,6 @@ def reference_get_batch(paths: list[Path], *, B: int, T: int, generator: torch.G
     x = torch.stack([torch.from_numpy(data[i : i + T].astype(np.int64)) for i in ix])
     y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + T].astype(np.int64)) for i in ix])
     return x, y
-
-
 
 
 def write_shards(folder: Path, n_shards: int, shard_tokens: int) -> list[Path]:
@@ -69,8 +66,13 @@ def main() -> None:
         print(f"{ds!r}; torch threads 1; {args.rounds} rounds x {args.seconds}s each")
         for B in args.B:
             g_ref, g_new = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
-            ref = lambda: reference_get_batch(paths, B=B, T=args.T, generator=g_ref)  # noqa: E731
-            new = lambda: ds.get_batch(B=B, generator=g_new)  # noqa: E731
+
+            def ref(B=B, g=g_ref):
+                return reference_get_batch(paths, B=B, T=args.T, generator=g)
+
+            def new(B=B, g=g_new):
+                return ds.get_batch(B=B, generator=g)
+
             x, y = new()
             assert torch.equal(y[:, :-1], x[:, 1:]) and x.dtype == torch.int64
             ref_rates, new_rates, ratios = [], [], []

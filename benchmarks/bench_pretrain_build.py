@@ -19,7 +19,8 @@ fork+exec); budget 0 is the fixed cost of the imports and the tokenizer. Flat = 
 Documents come from a seeded generator of pseudo-words (no hub); the tokenizer is
 cache/tokenizer/spm.model if it exists, else one trained here on generated text (16,000 pieces).
 
-    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--batch-docs 256 1024] [--budgets 10000000 100000000]
+    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--batch-docs 256 1024] \\
+        [--budgets 10000000 100000000]
 """
 
 from __future__ import annotations
@@ -36,12 +37,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from niels_gpt.pretrain import encode as batch_encode, writer as pretrain_writer
 from niels_gpt.data.normalize import normalize_text
 from niels_gpt.data.types import PretrainSample
+from niels_gpt.pretrain import encode as batch_encode
+from niels_gpt.pretrain import writer as pretrain_writer
 from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
 
-SYLLABLES = "ka lo mi ne ru sa te vi do pa re shi an el or um ist ing tion ber gar lin mon pel qua ros tur wen zor".split()
+SYLLABLES = (
+    "ka lo mi ne ru sa te vi do pa re shi an el or um ist ing tion ber gar lin mon pel qua ros tur wen zor".split()
+)
 PROJECT_TOKENIZER = Path("cache/tokenizer/spm.model")
 
 
@@ -101,10 +105,19 @@ def build(tok, docs, out: Path, pipeline, batch_docs: int = batch_encode.BATCH_D
     pretrain_writer.encoded_batches = pipeline
     batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = batch_docs, batch_docs * 4096
     try:
-        return timed(lambda: pretrain_writer.build_pretrain_cache(
-            docs, str(out), tokenizer=tok, max_train_tokens=None, max_val_tokens=None, seed=0,
-            shuffle_buffer=None, val_doc_prob=0.025, num_threads=-1,
-        ))
+        return timed(
+            lambda: pretrain_writer.build_pretrain_cache(
+                docs,
+                str(out),
+                tokenizer=tok,
+                max_train_tokens=None,
+                max_val_tokens=None,
+                seed=0,
+                shuffle_buffer=None,
+                val_doc_prob=0.025,
+                num_threads=-1,
+            )
+        )
     finally:
         pretrain_writer.encoded_batches, batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = original
 
@@ -127,13 +140,27 @@ def child(args) -> None:
     pool = documents(args.docs, seed=1)
     start = time.perf_counter()
     meta = pretrain_writer.build_pretrain_cache(
-        itertools.cycle(pool), args.out, tokenizer=tok, max_train_tokens=args.child,
-        max_val_tokens=args.child // 40, seed=0, shuffle_buffer=None, val_doc_prob=0.025,
+        itertools.cycle(pool),
+        args.out,
+        tokenizer=tok,
+        max_train_tokens=args.child,
+        max_val_tokens=args.child // 40,
+        seed=0,
+        shuffle_buffer=None,
+        val_doc_prob=0.025,
     )
     seconds = time.perf_counter() - start
     rss_mb = peak_rss_mb()
-    print(json.dumps({"tokens": meta["train_tokens"] + meta["val_tokens"], "seconds": seconds, "rss_mb": rss_mb,
-                      "shards": len(meta["shards"]["train"]) + len(meta["shards"]["val"])}))
+    print(
+        json.dumps(
+            {
+                "tokens": meta["train_tokens"] + meta["val_tokens"],
+                "seconds": seconds,
+                "rss_mb": rss_mb,
+                "shards": len(meta["shards"]["train"]) + len(meta["shards"]["val"]),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -154,12 +181,16 @@ def main() -> None:
         tok = tokenizer_for(tmp)
         docs = documents(args.docs, seed=1)
         n_tokens = sum(len(d) for d in tok.encode_batch(docs))
-        print(f"tokenizer {tok!r}; {len(docs):,} documents, {sum(map(len, docs)) / 1e6:.1f} M chars, {n_tokens:,} tokens")
+        print(
+            f"tokenizer {tok!r}; {len(docs):,} documents, {sum(map(len, docs)) / 1e6:.1f} M chars, {n_tokens:,} tokens"
+        )
         candidates = {"raw encode_batch": lambda: raw_encode(tok, docs)}
         for k in args.batch_docs:
             for label, pipeline in (("overlapped", batch_encode.encoded_batches), ("serial", serial_encoded_batches)):
                 candidates[f"build {label} {k}"] = lambda k=k, p=pipeline: build(tok, docs, tmp / "a", p, k)
-                candidates[f"build {label} {k} loader"] = lambda k=k, p=pipeline: build(tok, loader_like(docs), tmp / "a", p, k)
+                candidates[f"build {label} {k} loader"] = lambda k=k, p=pipeline: build(
+                    tok, loader_like(docs), tmp / "a", p, k
+                )
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
         for _ in range(args.rounds):
             for name, run in candidates.items():
@@ -171,17 +202,32 @@ def main() -> None:
             cpu = statistics.median(n_tokens / c for _, c in values)
             ratio = statistics.median(rw / w for (w, _), rw in zip(values, raw_wall))
             cpu_ratio = statistics.median(rc / c for (_, c), rc in zip(values, raw_cpu))
-            print(f"{name:28s} {wall / 1e6:6.2f} M tokens/s wall (ratio to raw {ratio:4.2f}) | "
-                  f"{cpu / 1e6:6.2f} M tokens per CPU-second (ratio to raw {cpu_ratio:4.2f})")
+            print(
+                f"{name:28s} {wall / 1e6:6.2f} M tokens/s wall (ratio to raw {ratio:4.2f}) | "
+                f"{cpu / 1e6:6.2f} M tokens per CPU-second (ratio to raw {cpu_ratio:4.2f})"
+            )
 
         tok_path = str(tok.model_path)
         for budget in [0, *args.budgets]:
-            cmd = [sys.executable, __file__, "--child", str(budget), "--tokenizer", tok_path,
-                   "--docs", str(args.docs), "--out", str(tmp / f"rss_{budget}")]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--child",
+                str(budget),
+                "--tokenizer",
+                tok_path,
+                "--docs",
+                str(args.docs),
+                "--out",
+                str(tmp / f"rss_{budget}"),
+            ]
             res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-            print(f"budget {budget:>13,} train tokens: {res['tokens']:>13,} train+val written in {res['shards']} shard(s), "
-                  f"{res['seconds']:6.1f} s ({res['tokens'] / max(res['seconds'], 1e-9) / 1e6:5.2f} M tokens/s), "
-                  f"peak RSS {res['rss_mb']:7.1f} MB")
+            print(
+                f"budget {budget:>13,} train tokens: {res['tokens']:>13,} train+val written "
+                f"in {res['shards']} shard(s), "
+                f"{res['seconds']:6.1f} s ({res['tokens'] / max(res['seconds'], 1e-9) / 1e6:5.2f} M tokens/s), "
+                f"peak RSS {res['rss_mb']:7.1f} MB"
+            )
             subprocess.run(["rm", "-rf", str(tmp / f"rss_{budget}")], check=True)
 
 

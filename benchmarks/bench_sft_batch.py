@@ -108,14 +108,21 @@ def main() -> None:
         t0 = time.perf_counter()
         cmd = [sys.executable, __file__, "--examples", str(args.examples), "--write-only", tmp]
         n_tok = int(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-        print(f"cache: {args.examples:,} examples, {n_tok:,} tokens ({2 * n_tok / 1e6:.0f} MB), "
-              f"written in {time.perf_counter() - t0:.1f}s (child process)")  # fmt: skip
+        print(
+            f"cache: {args.examples:,} examples, {n_tok:,} tokens ({2 * n_tok / 1e6:.0f} MB), "
+            f"written in {time.perf_counter() - t0:.1f}s (child process)"
+        )
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0 = time.perf_counter()
-        ds = SFTExampleDataset(out / "train_tokens.bin", out / "train_idx.npy", T=args.T, device="cpu", eot_id=SP["eot"])
-        print(f"SFTExampleDataset init (mask + windows over every token): {time.perf_counter() - t0:.2f}s, "
-              f"{len(ds):,} kept, {ds.num_excluded:,} excluded; peak RSS {rss_before:.0f} MB before init (torch imported), "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB after (file pages touched included)")  # fmt: skip
+        ds = SFTExampleDataset(
+            out / "train_tokens.bin", out / "train_idx.npy", T=args.T, device="cpu", eot_id=SP["eot"]
+        )
+        print(
+            f"SFTExampleDataset init (mask + windows over every token): {time.perf_counter() - t0:.2f}s, "
+            f"{len(ds):,} kept, {ds.num_excluded:,} excluded; "
+            f"peak RSS {rss_before:.0f} MB before init (torch imported), "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB after (file pages touched included)"
+        )
         starts = np.load(out / "train_idx.npy")
         ends = np.append(starts[1:], n_tok)
 
@@ -128,15 +135,21 @@ def main() -> None:
         n_ref, n_cand = 10, 200
         ref_t, cand_t = [], []
         for r in range(args.rounds):
-            ref_t.append(per_batch_seconds(lambda: reference_get_batch(ds, starts, ends, B=args.B, generator=g_ref), n_ref))
+            ref_t.append(
+                per_batch_seconds(lambda: reference_get_batch(ds, starts, ends, B=args.B, generator=g_ref), n_ref)
+            )
             cand_t.append(per_batch_seconds(lambda: ds.get_batch(B=args.B, generator=g_cand), n_cand))
-            print(f"round {r + 1}: reference {ref_t[-1] * 1e3:7.2f} ms  candidate {cand_t[-1] * 1e3:6.3f} ms  "
-                  f"ratio {ref_t[-1] / cand_t[-1]:5.1f}x")  # fmt: skip
+            print(
+                f"round {r + 1}: reference {ref_t[-1] * 1e3:7.2f} ms  candidate {cand_t[-1] * 1e3:6.3f} ms  "
+                f"ratio {ref_t[-1] / cand_t[-1]:5.1f}x"
+            )
         ref_m, cand_m = statistics.median(ref_t), statistics.median(cand_t)
         ratios = [a / b for a, b in zip(ref_t, cand_t)]
-        print(f"B={args.B} T={args.T}: reference median {ref_m * 1e3:.2f} ms/batch, candidate median "
-              f"{cand_m * 1e3:.3f} ms/batch ({1 / cand_m:,.0f} batches/s); ratio of medians {ref_m / cand_m:.1f}x, "
-              f"median of per-round ratios {statistics.median(ratios):.1f}x")  # fmt: skip
+        print(
+            f"B={args.B} T={args.T}: reference median {ref_m * 1e3:.2f} ms/batch, candidate median "
+            f"{cand_m * 1e3:.3f} ms/batch ({1 / cand_m:,.0f} batches/s); ratio of medians {ref_m / cand_m:.1f}x, "
+            f"median of per-round ratios {statistics.median(ratios):.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -53,15 +53,35 @@ def _key_value(text: str) -> tuple[str, Any]:
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     """--config-file, --spec, --set and --demo: how any command takes configuration values."""
     group = parser.add_argument_group("configuration (see the module docstring of niels_gpt.command_line)")
-    group.add_argument("--config-file", default=None, metavar="FILE",
-                       help=f"config file to read (default: ./{DEFAULT_CONFIG_FILE} if present, else built-in defaults)")
-    group.add_argument("--spec", type=_json_object, default=None, metavar="JSON",
-                       help="config values as one JSON object, nested like config.yaml, over the built-in defaults "
-                       "(not config.yaml, unless --config-file names it); the Snakemake rules use this")
-    group.add_argument("--set", dest="set_values", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
-                       help="set one config key (dotted, e.g. sources.roam.val_frac=0.2; YAML value); repeatable")
-    group.add_argument("--demo", action="store_true", default=None,
-                       help="read the bundled offline sample data (the same as --set demo=true)")
+    group.add_argument(
+        "--config-file",
+        default=None,
+        metavar="FILE",
+        help=f"config file to read (default: ./{DEFAULT_CONFIG_FILE} if present, else built-in defaults)",
+    )
+    group.add_argument(
+        "--spec",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="config values as one JSON object, nested like config.yaml, over the built-in defaults "
+        "(not config.yaml, unless --config-file names it); the Snakemake rules use this",
+    )
+    group.add_argument(
+        "--set",
+        dest="set_values",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set one config key (dotted, e.g. sources.roam.val_frac=0.2; YAML value); repeatable",
+    )
+    group.add_argument(
+        "--demo",
+        action="store_true",
+        default=None,
+        help="read the bundled offline sample data (the same as --set demo=true)",
+    )
 
 
 def nested(dotted: Mapping[str, Any]) -> dict:

@@ -1,7 +1,8 @@
 """Randomness shared by every mixed batch and every derived seed.
 
-Mixture contract, the same everywhere (byte batches, MixedLoader): `p` maps source name -> probability; its keys must equal the
-available sources, every value >= 0, and the sum must be 1 within 1e-6. Sources are ordered by
+Mixture contract, the same everywhere (byte batches, MixedLoader): `p` maps source name ->
+probability; its keys must equal the available sources, every value >= 0, and the sum must be 1
+within 1e-6. Sources are ordered by
 name (so dict order never changes a batch) and one `torch.multinomial(probs, B, replacement=True,
 generator=g)` draw picks the source of every row. Callers then draw positions per source, in that
 sorted source order, from the same generator.

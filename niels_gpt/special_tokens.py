@@ -1,8 +1,9 @@
 """The four chat special tokens, by name.
 
 The literal strings carry a random suffix so no real text contains them by accident; `<|sys|>`,
-`<|usr|>`, `<|asst|>`, `<|eot|>` are their short names (what `inspect` shows). They are SentencePiece *control symbols*: they have ids, but no text ever
-encodes to them, so a message that contains the literal string cannot inject a control token.
+`<|usr|>`, `<|asst|>`, `<|eot|>` are their short names (what `inspect` shows). They are SentencePiece
+*control symbols*: they have ids, but no text ever encodes to them, so a message that contains the
+literal string cannot inject a control token.
 """
 
 SPECIAL_SUFFIX = "84a5023f67d74cf29cc4001becde983c"

@@ -17,7 +17,10 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-SPLIT_RULE = "val = first n_val of torch.randperm(n, Generator.manual_seed(seed)); n_val = max(floor(n*val_frac), 1 if val_frac>0 and n>=2)"
+SPLIT_RULE = (
+    "val = first n_val of torch.randperm(n, Generator.manual_seed(seed)); "
+    "n_val = max(floor(n*val_frac), 1 if val_frac>0 and n>=2)"
+)
 
 
 def num_val(n: int, val_frac: float) -> int:

@@ -41,7 +41,9 @@ def token_count(path: str | os.PathLike) -> int:
     try:
         size = os.path.getsize(path)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: token file not found; build the cache first (snakemake -j4 cache/all)") from None
+        raise FileNotFoundError(
+            f"{path}: token file not found; build the cache first (snakemake -j4 cache/all)"
+        ) from None
     if size % TOKEN_BYTES:
         raise ValueError(
             f"{path}: {size:,} bytes is not a whole number of uint16 tokens; the file is damaged - rebuild the cache"

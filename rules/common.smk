@@ -1,4 +1,4 @@
-# Helpers shared by every rule file: validated config, the spec each job depends on, target lists.
+# Shared helpers of the workflow: validated config, the spec each job depends on, target lists.
 # Runs at parse time on every invocation (including -n): keep it cheap - no hub calls, no torch.
 
 import json

@@ -37,27 +37,60 @@ from scripts.sample_text import Writer
 ROW_GROUP_ROWS = 1_000  # fixed, so the parquet layout does not depend on pyarrow's defaults
 DIALOGUE_DELIMITER = "\n\n<dialogue>\n\n"  # seed 002's primer.txt separator
 
-FINEWEB_SCHEMA = pa.schema([
-    ("text", pa.string()), ("id", pa.string()), ("dump", pa.string()), ("url", pa.string()),
-    ("date", pa.string()), ("file_path", pa.string()), ("language", pa.string()),
-    ("language_score", pa.float64()), ("token_count", pa.int64()), ("score", pa.float64()),
-    ("int_score", pa.int64()),
-])
+FINEWEB_SCHEMA = pa.schema(
+    [
+        ("text", pa.string()),
+        ("id", pa.string()),
+        ("dump", pa.string()),
+        ("url", pa.string()),
+        ("date", pa.string()),
+        ("file_path", pa.string()),
+        ("language", pa.string()),
+        ("language_score", pa.float64()),
+        ("token_count", pa.int64()),
+        ("score", pa.float64()),
+        ("int_score", pa.int64()),
+    ]
+)
 WIKITEXT_SCHEMA = pa.schema([("text", pa.string())])
 GUTENBERG_SCHEMA = pa.schema([("text", pa.string()), ("id", pa.string()), ("title", pa.string())])
-OASST1_SCHEMA = pa.schema([  # as the dataset card's dataset_info declares it
-    ("message_id", pa.string()), ("parent_id", pa.string()), ("user_id", pa.string()),
-    ("created_date", pa.string()), ("text", pa.string()), ("role", pa.string()), ("lang", pa.string()),
-    ("review_count", pa.int32()), ("review_result", pa.bool_()), ("deleted", pa.bool_()),
-    ("rank", pa.int32()), ("synthetic", pa.bool_()), ("model_name", pa.string()),
-    ("detoxify", pa.struct([(k, pa.float64()) for k in DETOXIFY_KEYS])),
-    ("message_tree_id", pa.string()), ("tree_state", pa.string()),
-    ("emojis", pa.struct([("name", pa.list_(pa.string())), ("count", pa.list_(pa.int32()))])),
-    ("labels", pa.struct([("name", pa.list_(pa.string())), ("value", pa.list_(pa.float64())),
-                          ("count", pa.list_(pa.int32()))])),
-])
-DOLLY_CATEGORIES = ["open_qa", "general_qa", "classification", "closed_qa", "brainstorming",
-                    "information_extraction", "summarization", "creative_writing"]
+OASST1_SCHEMA = pa.schema(
+    [  # as the dataset card's dataset_info declares it
+        ("message_id", pa.string()),
+        ("parent_id", pa.string()),
+        ("user_id", pa.string()),
+        ("created_date", pa.string()),
+        ("text", pa.string()),
+        ("role", pa.string()),
+        ("lang", pa.string()),
+        ("review_count", pa.int32()),
+        ("review_result", pa.bool_()),
+        ("deleted", pa.bool_()),
+        ("rank", pa.int32()),
+        ("synthetic", pa.bool_()),
+        ("model_name", pa.string()),
+        ("detoxify", pa.struct([(k, pa.float64()) for k in DETOXIFY_KEYS])),
+        ("message_tree_id", pa.string()),
+        ("tree_state", pa.string()),
+        ("emojis", pa.struct([("name", pa.list_(pa.string())), ("count", pa.list_(pa.int32()))])),
+        (
+            "labels",
+            pa.struct(
+                [("name", pa.list_(pa.string())), ("value", pa.list_(pa.float64())), ("count", pa.list_(pa.int32()))]
+            ),
+        ),
+    ]
+)
+DOLLY_CATEGORIES = [
+    "open_qa",
+    "general_qa",
+    "classification",
+    "closed_qa",
+    "brainstorming",
+    "information_extraction",
+    "summarization",
+    "creative_writing",
+]
 
 
 def writer_for(source: str, seed: int) -> Writer:
@@ -65,6 +98,7 @@ def writer_for(source: str, seed: int) -> Writer:
 
 
 # ---------------------------------------------------------------- row builders, one per source
+
 
 def build_fineweb_edu(seed: int, n_docs: int = 1_500) -> list[dict]:
     w = writer_for("fineweb_edu", seed)
@@ -119,6 +153,7 @@ def build_primer_txt(seed: int, n_dialogues: int = 200) -> list[str]:
 
 
 # ---------------------------------------------------------------- writers
+
 
 def write_parquet(rows: list[dict], schema: pa.Schema, path: Path) -> None:
     table = pa.Table.from_pylist(rows, schema=schema)

@@ -21,38 +21,58 @@ def fact_record(w: Writer) -> dict:
     topic = w.topic()
     lx = LEXICON[topic]
     return {
-        "topic": topic, "kind": w.pick(["town", "person", "society"]), "name": w.pick(w.names.places),
-        "person": w.names.person(), "country": w.pick(w.names.countries), "year": w.rng.randint(1620, 1990),
-        "pop": w.rng.randint(800, 400_000), "known": plural(w.pick(lx["nouns"])), "role": w.pick(lx["roles"]).replace("_", " "),
-        "field": w.pick(lx["fields"]), "count": w.rng.randint(3, 60), "place2": w.pick(w.names.places),
+        "topic": topic,
+        "kind": w.pick(["town", "person", "society"]),
+        "name": w.pick(w.names.places),
+        "person": w.names.person(),
+        "country": w.pick(w.names.countries),
+        "year": w.rng.randint(1620, 1990),
+        "pop": w.rng.randint(800, 400_000),
+        "known": plural(w.pick(lx["nouns"])),
+        "role": w.pick(lx["roles"]).replace("_", " "),
+        "field": w.pick(lx["fields"]),
+        "count": w.rng.randint(3, 60),
+        "place2": w.pick(w.names.places),
     }
 
 
 def fact_context(w: Writer, f: dict) -> str:
     if f["kind"] == "town":
-        head = (f"{f['name']} is a town in {f['country']}. It was founded in {f['year']} by {f['person']}, a {f['role']} "
-                f"from {f['place2']}. Today it has about {f['pop']:,} inhabitants and is best known for its {f['known']}.")
+        head = (
+            f"{f['name']} is a town in {f['country']}. It was founded in {f['year']} by {f['person']}, a {f['role']} "
+            f"from {f['place2']}. Today it has about {f['pop']:,} inhabitants and is best known for its {f['known']}."
+        )
     elif f["kind"] == "person":
-        head = (f"{f['person']} (born {f['year']} in {f['name']}) is a {f['role']} who works in {f['field']}. "
-                f"Over a long career, {f['person'].split()[-1]} has published {f['count']} studies on {f['known']} "
-                f"and has taught in {f['place2']} and {f['country']}.")
+        head = (
+            f"{f['person']} (born {f['year']} in {f['name']}) is a {f['role']} who works in {f['field']}. "
+            f"Over a long career, {f['person'].split()[-1]} has published {f['count']} studies on {f['known']} "
+            f"and has taught in {f['place2']} and {f['country']}."
+        )
     else:
-        head = (f"The {f['name']} Society for {f['field'].title()} was founded in {f['year']} by {f['person']}. "
-                f"It has {f['count']} local chapters across {f['country']} and about {f['pop']:,} members, "
-                f"most of whom are interested in {f['known']}.")
+        head = (
+            f"The {f['name']} Society for {f['field'].title()} was founded in {f['year']} by {f['person']}. "
+            f"It has {f['count']} local chapters across {f['country']} and about {f['pop']:,} members, "
+            f"most of whom are interested in {f['known']}."
+        )
     return fix_articles(head) + " " + w.paragraph(f["topic"], w.rng.randint(2, 5), past_frac=0.4)
 
 
 def closed_qa(w: Writer, f: dict) -> tuple[str, str]:
     subject = f["person"] if f["kind"] == "person" else f["name"]
     options = {
-        "town": [(f"When was {f['name']} founded?", f"{f['name']} was founded in {f['year']}."),
-                 (f"Who founded {f['name']}?", f"It was founded by {f['person']}, a {f['role']} from {f['place2']}."),
-                 (f"How many people live in {f['name']}?", f"About {f['pop']:,} people.")],
-        "person": [(f"Where was {f['person']} born?", f"{f['person']} was born in {f['name']}."),
-                   (f"How many studies has {f['person']} published?", f"{f['count']} studies, mostly on {f['known']}.")],
-        "society": [(f"Who founded the {f['name']} Society?", f"{f['person']} founded it in {f['year']}."),
-                    ("How many local chapters does the society have?", f"It has {f['count']} local chapters.")],
+        "town": [
+            (f"When was {f['name']} founded?", f"{f['name']} was founded in {f['year']}."),
+            (f"Who founded {f['name']}?", f"It was founded by {f['person']}, a {f['role']} from {f['place2']}."),
+            (f"How many people live in {f['name']}?", f"About {f['pop']:,} people."),
+        ],
+        "person": [
+            (f"Where was {f['person']} born?", f"{f['person']} was born in {f['name']}."),
+            (f"How many studies has {f['person']} published?", f"{f['count']} studies, mostly on {f['known']}."),
+        ],
+        "society": [
+            (f"Who founded the {f['name']} Society?", f"{f['person']} founded it in {f['year']}."),
+            ("How many local chapters does the society have?", f"It has {f['count']} local chapters."),
+        ],
     }[f["kind"]]
     q, a = w.pick(options)
     prefix = w.pick([f"Given this paragraph about {subject}, ", "Based on the text, ", ""])
@@ -69,39 +89,65 @@ def dolly_row(w: Writer, category: str) -> dict:
             instruction, response = closed_qa(w, f)
         elif category == "information_extraction":
             years = sorted(set(YEAR_RE.findall(context)))
-            instruction = w.pick(["Extract all the years mentioned in this text, in order, separated by commas.",
-                                  "List every year that appears in the passage."])
+            instruction = w.pick(
+                [
+                    "Extract all the years mentioned in this text, in order, separated by commas.",
+                    "List every year that appears in the passage.",
+                ]
+            )
             response = ", ".join(years) if years else "The passage does not mention any years."
         else:
-            instruction = w.pick(["Summarize this paragraph in one or two sentences.", "Give me a short summary of this text.",
-                                  "What is this passage about? Keep it brief."])
-            response = fix_articles(context.split(". ")[0] + ". " + w.fill("It also describes how {ns} {v}.", f["topic"]))
+            instruction = w.pick(
+                [
+                    "Summarize this paragraph in one or two sentences.",
+                    "Give me a short summary of this text.",
+                    "What is this passage about? Keep it brief.",
+                ]
+            )
+            response = fix_articles(
+                context.split(". ")[0] + ". " + w.fill("It also describes how {ns} {v}.", f["topic"])
+            )
     elif category == "open_qa":
         instruction, response = w.pick([chat.definition, chat.compare])(w, topic)
     elif category == "general_qa":
         instruction, response = w.pick([chat.advice, chat.how_to, chat.definition])(w, topic)
     elif category == "classification":
         t1, t2 = w.rng.sample(TOPIC_NAMES, 2)
-        items = [(x, t1) for x in w.rng.sample(LEXICON[t1]["nouns"], 3)] + [(x, t2) for x in w.rng.sample(LEXICON[t2]["nouns"], 3)]
+        items = [(x, t1) for x in w.rng.sample(LEXICON[t1]["nouns"], 3)] + [
+            (x, t2) for x in w.rng.sample(LEXICON[t2]["nouns"], 3)
+        ]
         w.rng.shuffle(items)
         instruction = f"Classify each of the following as related to {t1} or {t2}: " + ", ".join(x for x, _ in items)
         response = "\n".join(f"{cap(x)}: {t}" for x, t in items)
     elif category == "brainstorming":
         instruction, response = w.pick([chat.examples, chat.advice])(w, topic)
         if w.rng.random() < 0.5:
-            instruction = w.fill(w.pick(["Give me some ideas for a weekend project about {ns}.",
-                                         "What are fun ways to learn about {field} with kids?"]), topic)
-            ideas = ["{Gv} a {n} and {gv2} the result.", "Visit a {a} {n} in {place}.",
-                     "Keep a diary of {ns} you {gv}.", "Ask a {role} to show you how to {v} a {n}."]
+            instruction = w.fill(
+                w.pick(
+                    [
+                        "Give me some ideas for a weekend project about {ns}.",
+                        "What are fun ways to learn about {field} with kids?",
+                    ]
+                ),
+                topic,
+            )
+            ideas = [
+                "{Gv} a {n} and {gv2} the result.",
+                "Visit a {a} {n} in {place}.",
+                "Keep a diary of {ns} you {gv}.",
+                "Ask a {role} to show you how to {v} a {n}.",
+            ]
             response = "\n".join(f"- {w.fill(w.pick(ideas), topic)}" for _ in range(w.rng.randint(3, 6)))
     else:  # creative_writing
         if w.rng.random() < 0.5:
             instruction = w.fill("Write a short poem about {ns}.", topic)
             response = chat.poem(w, topic)
         else:
-            instruction = f"Write the opening of a story called \"{chat.story_title(w, topic)}\"."
-            cast = [{"name": w.pick(w.names.first), "pron": "she", "poss": "her"},
-                    {"name": w.pick(w.names.first), "pron": "he", "poss": "his"}]
+            instruction = f'Write the opening of a story called "{chat.story_title(w, topic)}".'
+            cast = [
+                {"name": w.pick(w.names.first), "pron": "she", "poss": "her"},
+                {"name": w.pick(w.names.first), "pron": "he", "poss": "his"},
+            ]
             response = "\n\n".join(prose.fiction_paragraph(w, cast, topic) for _ in range(w.rng.randint(2, 4)))
     return {"instruction": instruction, "context": context, "response": response, "category": category}
 
@@ -125,21 +171,33 @@ def primer_messages(w: Writer, long: bool) -> list[dict]:
     msgs = [{"role": "system", "content": w.pick(SYSTEM_PROMPTS)}] if w.rng.random() < 0.4 else []
     r = w.rng.random()
     if r < 0.07:
-        msgs += [{"role": "user", "content": w.pick(["Who are you?", "What are you?", "Tell me about yourself."])},
-                 {"role": "assistant", "content": w.pick(chat.IDENTITY)}]
+        msgs += [
+            {"role": "user", "content": w.pick(["Who are you?", "What are you?", "Tell me about yourself."])},
+            {"role": "assistant", "content": w.pick(chat.IDENTITY)},
+        ]
     elif r < 0.13:
         who = w.names.person()
-        msgs += [{"role": "user", "content": f"Who is {who}?"},
-                 {"role": "assistant", "content": f"I don't have reliable information about {who}, so I won't guess. "
-                  "If you tell me where you came across the name, I can help you work out what to look for."}]
+        msgs += [
+            {"role": "user", "content": f"Who is {who}?"},
+            {
+                "role": "assistant",
+                "content": f"I don't have reliable information about {who}, so I won't guess. "
+                "If you tell me where you came across the name, I can help you work out what to look for.",
+            },
+        ]
     else:
         q, a = chat.qa(w, topic)
         msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": _assistant(w, a)}]
     turns = w.rng.randint(6, 10) if long else w.pick([0, 0, 1, 1, 2, 3])
     for _ in range(turns):
         if w.rng.random() < 0.15:
-            msgs += [{"role": "user", "content": w.pick(chat.THANKS_EN)},
-                     {"role": "assistant", "content": w.pick(["You're welcome!", "Glad it helped.", "Any time. Good luck!"])}]
+            msgs += [
+                {"role": "user", "content": w.pick(chat.THANKS_EN)},
+                {
+                    "role": "assistant",
+                    "content": w.pick(["You're welcome!", "Glad it helped.", "Any time. Good luck!"]),
+                },
+            ]
             continue
         q, a = chat.followup(w, topic) if w.rng.random() < 0.6 else chat.qa(w, topic)
         if long:

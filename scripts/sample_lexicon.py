@@ -88,8 +88,7 @@ TOPICS = {
         "charter castle fortress manuscript chronicle archive colony trade_route merchant "
         "guild peasant noble army siege uprising parliament constitution artifact ruin "
         "coin inscription era century",
-        verbs="conquer rule found sign invade rebel negotiate abolish reform crown exile "
-        "record excavate settle unite",
+        verbs="conquer rule found sign invade rebel negotiate abolish reform crown exile record excavate settle unite",
         adjs="ancient medieval imperial colonial royal feudal revolutionary historic "
         "military diplomatic prehistoric dynastic",
         roles="historian archaeologist archivist chronicler curator",
@@ -100,8 +99,7 @@ TOPICS = {
         "harbour desert rainforest tundra lake border capital province region climate map "
         "latitude longitude elevation population village city watershed strait bay "
         "archipelago savanna wetland",
-        verbs="map border flow drain irrigate settle populate urbanize migrate navigate "
-        "chart flood",
+        verbs="map border flow drain irrigate settle populate urbanize migrate navigate chart flood",
         adjs="coastal mountainous arid tropical temperate polar rural urban fertile remote "
         "landlocked densely_populated",
         roles="geographer cartographer planner surveyor hydrologist",
@@ -114,8 +112,7 @@ TOPICS = {
         "pickle",
         verbs="bake boil simmer roast fry knead whisk stir chop slice season marinate "
         "ferment grill steam caramelize fold taste garnish",
-        adjs="crispy tender savory sweet sour spicy creamy fluffy golden crunchy fresh "
-        "smoky tangy rich",
+        adjs="crispy tender savory sweet sour spicy creamy fluffy golden crunchy fresh smoky tangy rich",
         roles="cook baker chef pastry_chef food_writer",
     ),
     "music": dict(
@@ -123,10 +120,8 @@ TOPICS = {
         nouns="melody harmony rhythm chord scale tempo note octave symphony orchestra choir "
         "violin cello piano guitar drum flute trumpet lyric verse chorus bridge album "
         "concert rehearsal score conductor metronome key_signature interval cadence",
-        verbs="compose perform rehearse improvise harmonize conduct tune strum record "
-        "arrange transpose sing hum",
-        adjs="melodic harmonic rhythmic acoustic orchestral minor major syncopated "
-        "percussive lyrical dissonant",
+        verbs="compose perform rehearse improvise harmonize conduct tune strum record arrange transpose sing hum",
+        adjs="melodic harmonic rhythmic acoustic orchestral minor major syncopated percussive lyrical dissonant",
         roles="composer musician conductor singer drummer sound_engineer",
     ),
     "programming": dict(
@@ -157,10 +152,8 @@ TOPICS = {
         nouns="court judge jury lawyer contract statute verdict appeal plaintiff defendant "
         "witness evidence testimony clause lease license patent copyright trademark "
         "regulation ordinance tribunal precedent sentence fine warrant settlement",
-        verbs="sue appeal testify rule enforce amend repeal ratify overrule convict "
-        "acquit draft sign negotiate",
-        adjs="legal illegal lawful binding constitutional criminal civil judicial "
-        "statutory contractual",
+        verbs="sue appeal testify rule enforce amend repeal ratify overrule convict acquit draft sign negotiate",
+        adjs="legal illegal lawful binding constitutional criminal civil judicial statutory contractual",
         roles="judge lawyer clerk paralegal notary magistrate",
     ),
     "economics": dict(
@@ -168,10 +161,8 @@ TOPICS = {
         nouns="market price supply demand inflation interest_rate wage tax budget deficit "
         "surplus currency bank loan debt investment dividend share stock bond tariff "
         "export import household firm profit revenue cost unemployment",
-        verbs="invest borrow lend save spend trade export import tax subsidize inflate "
-        "compete hire",
-        adjs="fiscal monetary economic financial competitive profitable volatile "
-        "domestic global inflationary",
+        verbs="invest borrow lend save spend trade export import tax subsidize inflate compete hire",
+        adjs="fiscal monetary economic financial competitive profitable volatile domestic global inflationary",
         roles="economist banker accountant trader analyst",
     ),
     "agriculture": dict(
@@ -179,8 +170,7 @@ TOPICS = {
         nouns="farm field crop harvest seed soil fertilizer tractor plough barn silo "
         "orchard vineyard wheat barley maize potato cattle sheep goat pasture hay "
         "irrigation_canal greenhouse compost furrow hedge",
-        verbs="plant sow harvest plough irrigate graze fertilize prune thresh rotate "
-        "breed shear milk",
+        verbs="plant sow harvest plough irrigate graze fertilize prune thresh rotate breed shear milk",
         adjs="arable organic irrigated fallow seasonal pastoral drought-resistant",
         roles="farmer agronomist shepherd grower beekeeper",
     ),
@@ -189,10 +179,8 @@ TOPICS = {
         nouns="building facade column arch vault dome roof beam foundation brick timber "
         "concrete steel window staircase courtyard tower bridge plaza blueprint "
         "floor_plan atrium balcony gable chimney",
-        verbs="design build restore renovate insulate reinforce demolish survey draft "
-        "ventilate",
-        adjs="gothic modernist vernacular structural ornate minimalist load-bearing "
-        "sustainable symmetrical",
+        verbs="design build restore renovate insulate reinforce demolish survey draft ventilate",
+        adjs="gothic modernist vernacular structural ornate minimalist load-bearing sustainable symmetrical",
         roles="architect builder mason carpenter structural_engineer",
     ),
     "literature": dict(
@@ -200,10 +188,8 @@ TOPICS = {
         nouns="novel poem stanza chapter character plot narrator theme metaphor sonnet "
         "ballad essay manuscript author reader library anthology preface epilogue "
         "dialogue tragedy comedy fable myth",
-        verbs="write narrate translate publish edit revise recite interpret quote "
-        "illustrate",
-        adjs="poetic lyrical tragic comic allegorical satirical fictional epic "
-        "autobiographical",
+        verbs="write narrate translate publish edit revise recite interpret quote illustrate",
+        adjs="poetic lyrical tragic comic allegorical satirical fictional epic autobiographical",
         roles="novelist poet editor translator critic librarian",
     ),
     "sports": dict(
@@ -211,10 +197,8 @@ TOPICS = {
         nouns="team player coach match tournament league goal score referee stadium "
         "marathon sprint relay medal training_session stamina injury season fixture "
         "racket ball bicycle swimming_pool",
-        verbs="train compete score defend sprint tackle dribble swim cycle stretch "
-        "qualify coach",
-        adjs="athletic competitive aerobic defensive offensive professional amateur "
-        "endurance",
+        verbs="train compete score defend sprint tackle dribble swim cycle stretch qualify coach",
+        adjs="athletic competitive aerobic defensive offensive professional amateur endurance",
         roles="athlete coach referee trainer captain",
     ),
     "art": dict(
@@ -223,8 +207,7 @@ TOPICS = {
         "portrait landscape fresco mural gallery exhibition sketch charcoal easel "
         "perspective composition",
         verbs="paint sketch sculpt carve glaze exhibit frame restore shade blend",
-        adjs="abstract realistic vivid muted impressionist decorative figurative "
-        "monochrome",
+        adjs="abstract realistic vivid muted impressionist decorative figurative monochrome",
         roles="painter sculptor potter curator illustrator",
     ),
     "climate": dict(
@@ -232,10 +215,8 @@ TOPICS = {
         nouns="weather climate rainfall drought storm hurricane monsoon humidity "
         "temperature wind front cloud fog frost snowfall heatwave forecast carbon "
         "emission ice_sheet sea_level jet_stream barometer",
-        verbs="forecast warm cool evaporate precipitate melt freeze circulate measure "
-        "record",
-        adjs="humid dry windy stormy tropical arctic seasonal atmospheric oceanic "
-        "extreme",
+        verbs="forecast warm cool evaporate precipitate melt freeze circulate measure record",
+        adjs="humid dry windy stormy tropical arctic seasonal atmospheric oceanic extreme",
         roles="meteorologist climatologist forecaster oceanographer",
     ),
     "transport": dict(
@@ -243,8 +224,7 @@ TOPICS = {
         nouns="train locomotive railway station platform timetable ship harbour ferry "
         "cargo container aircraft runway airport bus tram bicycle road motorway "
         "junction canal lock freight ticket",
-        verbs="travel commute ship deliver navigate dock board depart arrive haul "
-        "schedule",
+        verbs="travel commute ship deliver navigate dock board depart arrive haul schedule",
         adjs="electric diesel high-speed overnight coastal freight commuter",
         roles="driver pilot conductor navigator dispatcher",
     ),
@@ -254,8 +234,7 @@ TOPICS = {
         "personality stress sleep dream bias decision reward experiment participant "
         "questionnaire",
         verbs="remember forget perceive learn imitate recall focus react adapt cope",
-        adjs="cognitive emotional social behavioural conscious unconscious anxious "
-        "curious",
+        adjs="cognitive emotional social behavioural conscious unconscious anxious curious",
         roles="psychologist therapist researcher counsellor",
     ),
     "education": dict(
@@ -371,10 +350,26 @@ ADVERBS = (
 ).split()
 
 CONNECTORS = [
-    "However,", "For example,", "In practice,", "As a result,", "In addition,", "By contrast,",
-    "At the same time,", "In many cases,", "Historically,", "Today,", "In short,",
-    "For this reason,", "Surprisingly,", "On the other hand,", "Even so,", "In other words,",
-    "Over time,", "Most of the time,", "Because of this,", "Put simply,",
+    "However,",
+    "For example,",
+    "In practice,",
+    "As a result,",
+    "In addition,",
+    "By contrast,",
+    "At the same time,",
+    "In many cases,",
+    "Historically,",
+    "Today,",
+    "In short,",
+    "For this reason,",
+    "Surprisingly,",
+    "On the other hand,",
+    "Even so,",
+    "In other words,",
+    "Over time,",
+    "Most of the time,",
+    "Because of this,",
+    "Put simply,",
 ]
 
 COLOURS = "red orange yellow green blue violet grey brown white black amber crimson teal".split()
@@ -395,26 +390,36 @@ NAME_ONSETS = (
 NAME_VOWELS = "a e i o u ai ea ie io ou y ae".split()
 NAME_CODAS = ["", "", "", "n", "r", "l", "s", "th", "nd", "rk", "m", "x", "v", "ss", "lt", "ck", "ng", "st", "rn", "d"]
 SURNAME_ENDINGS = (
-    "son sen ford wick ley ton berg stein ez ini ova ski ard well more field man hart "
-    "worth mont eau quist"
+    "son sen ford wick ley ton berg stein ez ini ova ski ard well more field man hart worth mont eau quist"
 ).split()
 PLACE_ENDINGS = (
-    "ford mere heim ville stad ora ia bury haven gate dale holm wick thorpe polis "
-    "vik kirk mouth bridge field"
+    "ford mere heim ville stad ora ia bury haven gate dale holm wick thorpe polis vik kirk mouth bridge field"
 ).split()
 NAME_ACCENTED = ["é", "ö", "å", "ñ", "ü", "ç", "ø"]
 
-MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
+MONTHS = ("January February March April May June July August September October November December").split()
 WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 
 # unit, low, high, decimals: quantities drawn from a plausible range
 UNITS = [
-    ("km", 1, 900, 0), ("m", 1, 500, 1), ("cm", 1, 90, 1), ("mm", 1, 50, 1), ("kg", 1, 400, 1),
-    ("g", 1, 900, 0), ("L", 1, 60, 1), ("mL", 5, 750, 0), ("°C", -30, 45, 0), ("%", 1, 99, 0),
-    ("hours", 2, 72, 0), ("minutes", 2, 90, 0), ("years", 2, 400, 0), ("km/h", 5, 300, 0),
-    ("hectares", 2, 5000, 0), ("tonnes", 2, 9000, 0), ("MHz", 1, 900, 1), ("V", 1, 240, 0),
+    ("km", 1, 900, 0),
+    ("m", 1, 500, 1),
+    ("cm", 1, 90, 1),
+    ("mm", 1, 50, 1),
+    ("kg", 1, 400, 1),
+    ("g", 1, 900, 0),
+    ("L", 1, 60, 1),
+    ("mL", 5, 750, 0),
+    ("°C", -30, 45, 0),
+    ("%", 1, 99, 0),
+    ("hours", 2, 72, 0),
+    ("minutes", 2, 90, 0),
+    ("years", 2, 400, 0),
+    ("km/h", 5, 300, 0),
+    ("hectares", 2, 5000, 0),
+    ("tonnes", 2, 9000, 0),
+    ("MHz", 1, 900, 1),
+    ("V", 1, 240, 0),
 ]
 
 # Morphemes for coined technical terms ("hydrolith", "chronoscope") and derived words.

@@ -17,8 +17,21 @@ from scripts.sample_text import Writer
 
 OTHER_LANGS = ["de", "es", "fr"]  # every 7th tree (~14%) is in one of these, in turn
 EMOJI_NAMES = ["+1", "-1", "_skip_reply", "_skip_ranking", "red_heart", "laugh", "hundred_points", "thinking"]
-LABEL_NAMES = ["spam", "fails_task", "lang_mismatch", "pii", "not_appropriate", "hate_speech", "sexual_content",
-               "quality", "toxicity", "humor", "helpfulness", "creativity", "violence"]
+LABEL_NAMES = [
+    "spam",
+    "fails_task",
+    "lang_mismatch",
+    "pii",
+    "not_appropriate",
+    "hate_speech",
+    "sexual_content",
+    "quality",
+    "toxicity",
+    "humor",
+    "helpfulness",
+    "creativity",
+    "violence",
+]
 DETOXIFY_KEYS = ["toxicity", "severe_toxicity", "obscene", "identity_attack", "insult", "threat", "sexual_explicit"]
 EPOCH = dt.datetime(2023, 2, 1, tzinfo=dt.timezone.utc)
 
@@ -56,14 +69,26 @@ class TreeBuilder:
         deleted = parent is not None and w.rng.random() < 0.04
         review_count = w.rng.randint(0, 5) if not deleted else w.rng.randint(1, 3)
         row = {
-            "message_id": mid, "parent_id": parent, "user_id": w.pick(self.users),
-            "created_date": self.clock.isoformat(timespec="microseconds"), "text": text, "role": role,
-            "lang": self.lang, "review_count": review_count,
+            "message_id": mid,
+            "parent_id": parent,
+            "user_id": w.pick(self.users),
+            "created_date": self.clock.isoformat(timespec="microseconds"),
+            "text": text,
+            "role": role,
+            "lang": self.lang,
+            "review_count": review_count,
             "review_result": None if review_count == 0 else (not deleted or w.rng.random() < 0.3),
-            "deleted": deleted, "rank": rank, "synthetic": False, "model_name": None,
-            "detoxify": None if w.rng.random() < 0.1 else {k: round(w.rng.random() ** 6 * 0.05, 6) for k in DETOXIFY_KEYS},
-            "message_tree_id": self.tree_id, "tree_state": "ready_for_export",
-            "emojis": self._emojis(), "labels": self._labels(role),
+            "deleted": deleted,
+            "rank": rank,
+            "synthetic": False,
+            "model_name": None,
+            "detoxify": None
+            if w.rng.random() < 0.1
+            else {k: round(w.rng.random() ** 6 * 0.05, 6) for k in DETOXIFY_KEYS},
+            "message_tree_id": self.tree_id,
+            "tree_state": "ready_for_export",
+            "emojis": self._emojis(),
+            "labels": self._labels(role),
         }
         self.rows.append(row)
         return row
@@ -79,8 +104,16 @@ class TreeBuilder:
         w = self.w
         if w.rng.random() < 0.2:
             return None
-        names = LABEL_NAMES[:4] if role == "prompter" and w.rng.random() < 0.5 else w.rng.sample(LABEL_NAMES, w.rng.randint(3, 9))
-        return {"name": names, "value": [round(w.rng.random(), 4) for _ in names], "count": [w.rng.randint(1, 5) for _ in names]}
+        names = (
+            LABEL_NAMES[:4]
+            if role == "prompter" and w.rng.random() < 0.5
+            else w.rng.sample(LABEL_NAMES, w.rng.randint(3, 9))
+        )
+        return {
+            "name": names,
+            "value": [round(w.rng.random(), 4) for _ in names],
+            "count": [w.rng.randint(1, 5) for _ in names],
+        }
 
     def grow(self, parent: str | None, role: str, depth: int, pending_answer: str, n_siblings: int) -> None:
         """Add `n_siblings` children of `parent` with `role`, then recurse below each of them."""
@@ -97,7 +130,9 @@ class TreeBuilder:
             if stop and depth > 0:
                 continue
             if role == "prompter":
-                self.grow(row["message_id"], "assistant", depth + 1, answer, 1 if self.deep else w.rng.choice([1, 1, 2, 3]))
+                self.grow(
+                    row["message_id"], "assistant", depth + 1, answer, 1 if self.deep else w.rng.choice([1, 1, 2, 3])
+                )
             else:
                 self.grow(row["message_id"], "prompter", depth + 1, "", 1 if self.deep else w.rng.choice([1, 1, 2]))
 
@@ -105,7 +140,9 @@ class TreeBuilder:
         w = self.w
         if self.lang != "en" or not answer:
             return answer
-        return w.pick(["Short answer: ", "Good question! ", "", "Sure. "]) + w.paragraph(self.topic, w.rng.randint(3, 8))
+        return w.pick(["Short answer: ", "Good question! ", "", "Sure. "]) + w.paragraph(
+            self.topic, w.rng.randint(3, 8)
+        )
 
 
 def build_trees(w: Writer, n_trees: int) -> list[dict]:

@@ -21,8 +21,15 @@ def web_document(w: Writer, n_paragraphs: int) -> str:
         parts.append(w.paragraph(topic))
         r = w.rng.random()
         if r < 0.10:
-            lead = w.pick(["Here are a few key points:", "Key points to remember:", "In summary:",
-                           "The main steps are:", "Things to look for:"])
+            lead = w.pick(
+                [
+                    "Here are a few key points:",
+                    "Key points to remember:",
+                    "In summary:",
+                    "The main steps are:",
+                    "Things to look for:",
+                ]
+            )
             bullet = w.pick(["- ", "* ", "• ", None])
             items = [w.sentence(topic) for _ in range(w.rng.randint(3, 6))]
             lines = [f"{bullet}{s}" if bullet else f"{k}. {s}" for k, s in enumerate(items, 1)]
@@ -32,8 +39,13 @@ def web_document(w: Writer, n_paragraphs: int) -> str:
             gloss = [w.fill(f"{cap(t)} – a {{ga}} {{gn}} that {{vs}} {{ns}}.", topic) for t in terms]
             parts.append("Key vocabulary\n" + "\n".join(gloss))
         elif r < 0.19:
-            qs = [w.fill(w.pick(["Why do {ns} {v}?", "What is a {n}?", "How does a {n} {v}?",
-                                 "Name {small} kinds of {n}."]), topic) for _ in range(3)]
+            qs = [
+                w.fill(
+                    w.pick(["Why do {ns} {v}?", "What is a {n}?", "How does a {n} {v}?", "Name {small} kinds of {n}."]),
+                    topic,
+                )
+                for _ in range(3)
+            ]
             parts.append("Review questions\n" + "\n".join(f"{k}. {q}" for k, q in enumerate(qs, 1)))
         elif r < 0.22 or (topic == "programming" and r < 0.45):
             task, body = w.pick(CODE_TASKS)
@@ -55,8 +67,10 @@ def web_document(w: Writer, n_paragraphs: int) -> str:
 WIKI_KINDS = {
     "place": (["History", "Geography", "Economy", "Culture", "Transport"], "{T} is a {a} town in {country} ."),
     "person": (["Early life", "Career", "Later years", "Legacy"], "{T} was a {role} from {country} ."),
-    "species": (["Taxonomy", "Description", "Distribution and habitat", "Behaviour"],
-                "{T} is a species of {n} found in {country} ."),
+    "species": (
+        ["Taxonomy", "Description", "Distribution and habitat", "Behaviour"],
+        "{T} is a species of {n} found in {country} .",
+    ),
     "structure": (["History", "Design", "Construction", "Reception"], "{T} is a {a} {n} in {place} ."),
     "event": (["Background", "Course of events", "Aftermath", "Legacy"], "The {T} took place in {year} ."),
 }
@@ -83,7 +97,9 @@ def wiki_article(w: Writer) -> list[str]:
     """Rows of one article exactly as wikitext-103-raw stores them (empty rows between blocks)."""
     kind = w.pick(list(WIKI_KINDS))
     sections, lead = WIKI_KINDS[kind]
-    topic = {"person": w.topic(), "species": "biology", "event": "history"}.get(kind, w.pick(["geography", "architecture", "history"]))
+    topic = {"person": w.topic(), "species": "biology", "event": "history"}.get(
+        kind, w.pick(["geography", "architecture", "history"])
+    )
     title = wiki_title(w, kind)
     lead_text = lead.replace("{T}", title)
     first = w.fill(lead_text.replace(" .", "."), topic)
@@ -100,13 +116,15 @@ def wiki_article(w: Writer) -> list[str]:
 # ---------------------------------------------------------------- gutenberg style books
 
 NARRATIVE = [
-    "{C} crossed the {room} and set the {object} on the table.", "Outside, the rain had not stopped since {weekday}.",
+    "{C} crossed the {room} and set the {object} on the table.",
+    "Outside, the rain had not stopped since {weekday}.",
     "{C} had lived in {place} for {small} years and had never seen a {object} like it.",
     "The {colour} light of the {tod} fell across the {room}.",
     "For a long while nobody spoke; {c} turned the {object} over in {poss} hands.",
     "{C} thought of {c2}, and of the {ga} {gn} they had shared in {place}.",
     "At the end of the lane stood a {ga} house with a {colour} door.",
-    "{C} laughed, though {pron} did not feel like laughing.", "By the time the {animal} called again, {c} had made up {poss} mind.",
+    "{C} laughed, though {pron} did not feel like laughing.",
+    "By the time the {animal} called again, {c} had made up {poss} mind.",
     "The road to {place} ran {adv} between fields of barley and low stone walls.",
     "{C} wrote a short letter to {c2} and sealed it with {colour} wax.",
     "Somewhere below, a door closed, and the whole house seemed to listen.",
@@ -116,26 +134,46 @@ NARRATIVE = [
     "{C} had always been {adj_c}, even as a child in {place}.",
     "Nobody in {place} trusted the {role} who had arrived that {tod}.",
     "{C2} folded the map twice and put it in {poss2} coat.",
-    "The {object} was older than anyone in {place} could remember.", "{C} counted the coins twice: {num}, not a penny more.",
-    "In the {room} the clock ticked on, {adv} and without mercy.", "A cart loaded with {ns} rattled past the window.",
+    "The {object} was older than anyone in {place} could remember.",
+    "{C} counted the coins twice: {num}, not a penny more.",
+    "In the {room} the clock ticked on, {adv} and without mercy.",
+    "A cart loaded with {ns} rattled past the window.",
     "{C2} had once been a {role} in {place}, or so the neighbours said.",
     "{C} found the letter in the {room}, folded inside a book about {field}.",
-    "The {animal} had left tracks all along the frozen ditch.", "{C} poured the tea and waited for {c2} to speak first.",
-    "They walked as far as the {colour} gate and then turned back.", "The whole village had heard about the {a} {n} by supper.",
-    "{C} slept badly and dreamed of {ns} and of the sea at {place}.", "The {tod} was cold, and the fire in the {room} had gone out.",
+    "The {animal} had left tracks all along the frozen ditch.",
+    "{C} poured the tea and waited for {c2} to speak first.",
+    "They walked as far as the {colour} gate and then turned back.",
+    "The whole village had heard about the {a} {n} by supper.",
+    "{C} slept badly and dreamed of {ns} and of the sea at {place}.",
+    "The {tod} was cold, and the fire in the {room} had gone out.",
     "{C2} kept a small notebook in which {pron2} recorded every {n} {pron2} saw.",
-    "Three days later a stranger arrived from {place}, asking for {c}.", "Even the {animal} seemed to know that something had changed.",
+    "Three days later a stranger arrived from {place}, asking for {c}.",
+    "Even the {animal} seemed to know that something had changed.",
     "{C} had never learned to {gv} a {n}, and was too proud to ask.",
 ]
 UTTERANCES = [
-    "I never thought the {object} would be so {ga}.", "Where did you put the {object}?",
-    "We should leave before the weather turns.", "Tell me again about {place}.",
-    "It was {ga}, and that is all I will say about it.", "Do you remember the winter we spent in {place}?",
-    "Perhaps, but perhaps not.", "If the {animal} comes back, wake me.", "There are {small} of them and only one of us.",
-    "You worry too much, {c2}.", "I have read every letter twice.", "What would your father have said?",
-    "Nothing is ever as {ga} as it looks from the road.", "Then we go at first light.",
+    "I never thought the {object} would be so {ga}.",
+    "Where did you put the {object}?",
+    "We should leave before the weather turns.",
+    "Tell me again about {place}.",
+    "It was {ga}, and that is all I will say about it.",
+    "Do you remember the winter we spent in {place}?",
+    "Perhaps, but perhaps not.",
+    "If the {animal} comes back, wake me.",
+    "There are {small} of them and only one of us.",
+    "You worry too much, {c2}.",
+    "I have read every letter twice.",
+    "What would your father have said?",
+    "Nothing is ever as {ga} as it looks from the road.",
+    "Then we go at first light.",
 ]
-DIALOGUE = ['"{u}" said {c}.', '"{u}" {c} asked quietly.', '{C} shook {poss} head. "{u}"', '"{u}"', '"{u}" {c} replied.']
+DIALOGUE = [
+    '"{u}" said {c}.',
+    '"{u}" {c} asked quietly.',
+    '{C} shook {poss} head. "{u}"',
+    '"{u}"',
+    '"{u}" {c} replied.',
+]
 ROOMS = "kitchen hall attic parlour study workshop stable garden corridor library".split()
 TIMES = "morning afternoon evening dusk dawn".split()
 CHAR_ADJS = "stubborn patient restless cheerful watchful careful quick-tempered gentle".split()
@@ -147,10 +185,21 @@ def _character(w: Writer) -> dict:
 
 def fiction_paragraph(w: Writer, cast: list[dict], topic: str) -> str:
     a, b = w.rng.sample(cast, 2)
-    extra = {"c": a["name"], "c2": b["name"], "pron": a["pron"], "poss": a["poss"], "poss2": b["poss"], "pron2": b["pron"],
-             "room": w.pick(ROOMS), "tod": w.pick(TIMES), "weekday": w.pick(lex.WEEKDAYS),
-             "colour": w.pick(lex.COLOURS), "animal": w.pick(lex.ANIMALS), "hour": w.pick(["nine", "ten", "eleven", "two"]),
-             "adj_c": w.pick(CHAR_ADJS)}
+    extra = {
+        "c": a["name"],
+        "c2": b["name"],
+        "pron": a["pron"],
+        "poss": a["poss"],
+        "poss2": b["poss"],
+        "pron2": b["pron"],
+        "room": w.pick(ROOMS),
+        "tod": w.pick(TIMES),
+        "weekday": w.pick(lex.WEEKDAYS),
+        "colour": w.pick(lex.COLOURS),
+        "animal": w.pick(lex.ANIMALS),
+        "hour": w.pick(["nine", "ten", "eleven", "two"]),
+        "adj_c": w.pick(CHAR_ADJS),
+    }
     if w.rng.random() < 0.4:
         u, tmpl = w.pick(UTTERANCES), w.pick(DIALOGUE)
         if u.endswith(".") and tmpl.startswith('"{u}" '):  # "Then we go," said Ana.
@@ -170,7 +219,9 @@ def book(w: Writer, target_chars: int) -> tuple[str, str]:
     if essays:
         title = f"Essays on {title_case(w.pick(LEXICON[topic]['fields']))}"
     else:
-        title = title_case(w.fill(w.pick(["the {ga} {object}", "a summer in {place}", "the {animal} of {place}"]), topic))
+        title = title_case(
+            w.fill(w.pick(["the {ga} {object}", "a summer in {place}", "the {animal} of {place}"]), topic)
+        )
     author = w.names.person()
     cast = [_character(w) for _ in range(w.rng.randint(3, 6))]
     out = [title.upper(), f"By {author}"]
@@ -197,8 +248,15 @@ def roam_note(w: Writer, title: str, others: list[str]) -> str:
     if w.rng.random() < 0.5:
         lines.append(f"tags:: #{topic} #[[{w.pick(others)}]]")
     for _ in range(w.rng.randint(8, 22)):
-        head = w.pick([f"[[{w.pick(others)}]]", w.title(topic), f"{{{{[[TODO]]}}}} {w.sentence(topic)}",
-                       f"**{cap(w.pick(LEXICON[topic]['nouns']))}**", f"Notes on [[{w.pick(others)}]]"])
+        head = w.pick(
+            [
+                f"[[{w.pick(others)}]]",
+                w.title(topic),
+                f"{{{{[[TODO]]}}}} {w.sentence(topic)}",
+                f"**{cap(w.pick(LEXICON[topic]['nouns']))}**",
+                f"Notes on [[{w.pick(others)}]]",
+            ]
+        )
         lines.append(f"- {head}")
         depth = 0
         for _ in range(w.rng.randint(1, 6)):
@@ -212,7 +270,8 @@ def roam_note(w: Writer, title: str, others: list[str]) -> str:
             elif r < 0.35:
                 body = f"DONE {body}"
             elif r < 0.4:
-                body = f"{w.pick(['source', 'status', 'author', 'date'])}:: {w.pick([w.names.person(), 'draft', w.date()])}"
+                key = w.pick(["source", "status", "author", "date"])
+                body = f"{key}:: {w.pick([w.names.person(), 'draft', w.date()])}"
             lines.append(f"{step * depth}- {body}")
         if w.rng.random() < 0.1:
             task, src = w.pick(CODE_TASKS)
@@ -228,8 +287,17 @@ def roam_titles(w: Writer, n: int) -> list[str]:
     seen: dict[str, None] = {}
     while len(seen) < n:
         t = w.topic()
-        seen[w.pick([w.title(t), title_case(plural(w.pick(LEXICON[t]["nouns"]))), f"Project {w.pick(w.names.places)}",
-                     f"Reading list {w.pick(LEXICON[t]['fields'])}", f"Meeting with {w.names.person()}"])] = None
+        seen[
+            w.pick(
+                [
+                    w.title(t),
+                    title_case(plural(w.pick(LEXICON[t]["nouns"]))),
+                    f"Project {w.pick(w.names.places)}",
+                    f"Reading list {w.pick(LEXICON[t]['fields'])}",
+                    f"Meeting with {w.names.person()}",
+                ]
+            )
+        ] = None
     return [t.replace("/", "-").replace(":", " -") for t in seen]
 
 
@@ -266,9 +334,11 @@ def fineweb_row(w: Writer, index: int) -> dict:
         "dump": "CC-MAIN-2024-10",
         "url": f"https://{host}/{w.pick(['articles', 'lessons', 'blog', 'resources', 'topics'])}/{slug}",
         "date": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "file_path": (f"s3://commoncrawl/crawl-data/CC-MAIN-2024-10/segments/1707947{w.rng.randint(470000, 479999)}"
-                      f".{w.rng.randint(10, 99)}/warc/CC-MAIN-{stamp}-{stamp[:8]}{w.rng.randint(100000, 235959)}"
-                      f"-{w.rng.randint(0, 899):05d}.warc.gz"),
+        "file_path": (
+            f"s3://commoncrawl/crawl-data/CC-MAIN-2024-10/segments/1707947{w.rng.randint(470000, 479999)}"
+            f".{w.rng.randint(10, 99)}/warc/CC-MAIN-{stamp}-{stamp[:8]}{w.rng.randint(100000, 235959)}"
+            f"-{w.rng.randint(0, 899):05d}.warc.gz"
+        ),
         "language": "en",
         "language_score": round(w.rng.uniform(0.86, 0.995), 6),
         "token_count": max(1, round(len(text) / 4.6)),

@@ -14,33 +14,109 @@ import re
 from scripts import sample_lexicon as lex
 
 IRREGULAR_PLURALS = {
-    "mitochondrion": "mitochondria", "bacterium": "bacteria", "fungus": "fungi", "larva": "larvae",
-    "nucleus": "nuclei", "spectrum": "spectra", "analysis": "analyses", "thesis": "theses",
-    "child": "children", "person": "people", "leaf": "leaves", "knife": "knives", "shelf": "shelves",
-    "sheep": "sheep", "cattle": "cattle", "hay": "hay", "axis": "axes", "criterion": "criteria",
-    "vertebra": "vertebrae", "formula": "formulas", "quiz": "quizzes",
+    "mitochondrion": "mitochondria",
+    "bacterium": "bacteria",
+    "fungus": "fungi",
+    "larva": "larvae",
+    "nucleus": "nuclei",
+    "spectrum": "spectra",
+    "analysis": "analyses",
+    "thesis": "theses",
+    "child": "children",
+    "person": "people",
+    "leaf": "leaves",
+    "knife": "knives",
+    "shelf": "shelves",
+    "sheep": "sheep",
+    "cattle": "cattle",
+    "hay": "hay",
+    "axis": "axes",
+    "criterion": "criteria",
+    "vertebra": "vertebrae",
+    "formula": "formulas",
+    "quiz": "quizzes",
 }
 IRREGULAR_VERBS = {  # base: (past, past participle)
-    "write": ("wrote", "written"), "grow": ("grew", "grown"), "build": ("built", "built"),
-    "breed": ("bred", "bred"), "feed": ("fed", "fed"),
-    "find": ("found", "found"), "make": ("made", "made"), "take": ("took", "taken"),
-    "choose": ("chose", "chosen"), "shine": ("shone", "shone"), "sing": ("sang", "sung"),
-    "teach": ("taught", "taught"), "learn": ("learned", "learned"), "hold": ("held", "held"),
-    "freeze": ("froze", "frozen"), "forget": ("forgot", "forgotten"), "bleed": ("bled", "bled"),
-    "swim": ("swam", "swum"), "rule": ("ruled", "ruled"), "sow": ("sowed", "sown"),
-    "draw": ("drew", "drawn"), "rise": ("rose", "risen"), "lend": ("lent", "lent"),
-    "spend": ("spent", "spent"), "feel": ("felt", "felt"), "keep": ("kept", "kept"),
-    "shear": ("sheared", "shorn"), "fold": ("folded", "folded"), "sue": ("sued", "sued"),
-    "sweep": ("swept", "swept"), "bring": ("brought", "brought"), "leave": ("left", "left"),
-    "know": ("knew", "known"), "speak": ("spoke", "spoken"), "begin": ("began", "begun"),
+    "write": ("wrote", "written"),
+    "grow": ("grew", "grown"),
+    "build": ("built", "built"),
+    "breed": ("bred", "bred"),
+    "feed": ("fed", "fed"),
+    "find": ("found", "found"),
+    "make": ("made", "made"),
+    "take": ("took", "taken"),
+    "choose": ("chose", "chosen"),
+    "shine": ("shone", "shone"),
+    "sing": ("sang", "sung"),
+    "teach": ("taught", "taught"),
+    "learn": ("learned", "learned"),
+    "hold": ("held", "held"),
+    "freeze": ("froze", "frozen"),
+    "forget": ("forgot", "forgotten"),
+    "bleed": ("bled", "bled"),
+    "swim": ("swam", "swum"),
+    "rule": ("ruled", "ruled"),
+    "sow": ("sowed", "sown"),
+    "draw": ("drew", "drawn"),
+    "rise": ("rose", "risen"),
+    "lend": ("lent", "lent"),
+    "spend": ("spent", "spent"),
+    "feel": ("felt", "felt"),
+    "keep": ("kept", "kept"),
+    "shear": ("sheared", "shorn"),
+    "fold": ("folded", "folded"),
+    "sue": ("sued", "sued"),
+    "sweep": ("swept", "swept"),
+    "bring": ("brought", "brought"),
+    "leave": ("left", "left"),
+    "know": ("knew", "known"),
+    "speak": ("spoke", "spoken"),
+    "begin": ("began", "begun"),
 }
 DOUBLING_VERBS = {
-    "stop", "plan", "drop", "ship", "commit", "hum", "strum", "fit", "grab", "admit", "refer",
-    "trek", "chop", "map", "trim", "wrap", "tap", "stir", "dig", "spin", "swim", "begin", "forget", "dip", "jog", "skim",
+    "stop",
+    "plan",
+    "drop",
+    "ship",
+    "commit",
+    "hum",
+    "strum",
+    "fit",
+    "grab",
+    "admit",
+    "refer",
+    "trek",
+    "chop",
+    "map",
+    "trim",
+    "wrap",
+    "tap",
+    "stir",
+    "dig",
+    "spin",
+    "swim",
+    "begin",
+    "forget",
+    "dip",
+    "jog",
+    "skim",
 }
 VOWELS = "aeiou"
-ROMAN = [(1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"),
-         (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")]
+ROMAN = [
+    (1000, "M"),
+    (900, "CM"),
+    (500, "D"),
+    (400, "CD"),
+    (100, "C"),
+    (90, "XC"),
+    (50, "L"),
+    (40, "XL"),
+    (10, "X"),
+    (9, "IX"),
+    (5, "V"),
+    (4, "IV"),
+    (1, "I"),
+]
 
 
 def plural(noun: str) -> str:
@@ -125,10 +201,7 @@ def _words(s: str) -> list[str]:
 
 
 TOPIC_NAMES = sorted(lex.TOPICS)
-LEXICON = {
-    t: {k: (v.split("|") if k == "fields" else _words(v)) for k, v in d.items()}
-    for t, d in lex.TOPICS.items()
-}
+LEXICON = {t: {k: (v.split("|") if k == "fields" else _words(v)) for k, v in d.items()} for t, d in lex.TOPICS.items()}
 
 
 class Names:
@@ -153,12 +226,13 @@ class Names:
 
     def _stem(self, syllables: int) -> str:
         r = self.rng
-        parts = [r.choice(lex.NAME_ONSETS) + r.choice(lex.NAME_VOWELS) + r.choice(lex.NAME_CODAS)
-                 for _ in range(syllables)]
+        parts = [
+            r.choice(lex.NAME_ONSETS) + r.choice(lex.NAME_VOWELS) + r.choice(lex.NAME_CODAS) for _ in range(syllables)
+        ]
         s = "".join(parts)
         if r.random() < 0.04:
             i = r.randrange(len(s))
-            s = s[:i] + r.choice(lex.NAME_ACCENTED) + s[i + 1:]
+            s = s[:i] + r.choice(lex.NAME_ACCENTED) + s[i + 1 :]
         return cap(s)
 
     def _first_name(self) -> str:
@@ -179,9 +253,13 @@ class Names:
     def org(self, field: str) -> str:
         r = self.rng
         kind = r.choice(["Institute of", "Society for", "Museum of", "School of", "Centre for"])
-        return r.choice([f"{r.choice(self.places)} {kind} {title_case(field)}",
-                         f"{r.choice(self.last)} {kind} {title_case(field)}",
-                         f"University of {r.choice(self.places)}"])
+        return r.choice(
+            [
+                f"{r.choice(self.places)} {kind} {title_case(field)}",
+                f"{r.choice(self.last)} {kind} {title_case(field)}",
+                f"University of {r.choice(self.places)}",
+            ]
+        )
 
 
 EXPOSITORY = [
@@ -205,7 +283,7 @@ EXPOSITORY = [
     "{Conn} the {n} {vs} only when {ns} are present.",
     "This {gn} explains why {ns} {v} in {a} conditions.",
     "By {year}, {roles} in {place} had {vn} more than {num} {ns}.",
-    "The word \"{n}\" comes from an older term used by {roles}.",
+    'The word "{n}" comes from an older term used by {roles}.',
     "You can {gv} this yourself: take a {n}, {v} it, and {gv2} what happens to the {n2}.",
     "Each {n} contains a {a} {n2} and several {a2} {ns}.",
     "{Ns} {v} best at about {qty}.",
@@ -279,7 +357,9 @@ class Writer:
 
     # ---- numbers, dates, quantities
     def year(self) -> int:
-        return self.rng.choice([self.rng.randint(1500, 1899), self.rng.randint(1900, 2023), self.rng.randint(1900, 2023)])
+        return self.rng.choice(
+            [self.rng.randint(1500, 1899), self.rng.randint(1900, 2023), self.rng.randint(1900, 2023)]
+        )
 
     def number(self, hi: int = 900) -> str:
         return f"{self.rng.randint(3, hi):,}"
@@ -327,27 +407,46 @@ class Writer:
         lx = self._lex(topic) if base in ("n", "ns", "a", "v", "vs", "vd", "vn", "vg") else LEXICON[topic]
         r = self.rng
         table = {
-            "n": lambda: self.noun(lx), "ns": lambda: plural(self.noun(lx)),
-            "a": lambda: self.adj(lx), "v": lambda: self.pick(lx["verbs"]),
-            "vs": lambda: verb_s(self.pick(lx["verbs"])), "vd": lambda: verb_ed(self.pick(lx["verbs"])),
+            "n": lambda: self.noun(lx),
+            "ns": lambda: plural(self.noun(lx)),
+            "a": lambda: self.adj(lx),
+            "v": lambda: self.pick(lx["verbs"]),
+            "vs": lambda: verb_s(self.pick(lx["verbs"])),
+            "vd": lambda: verb_ed(self.pick(lx["verbs"])),
             "vn": lambda: verb_ed(self.pick(lx["verbs"]), participle=True),
             "vg": lambda: verb_ing(self.pick(lx["verbs"])),
-            "gn": lambda: self.pick(lex.GENERAL_NOUNS), "gns": lambda: plural(self.pick(lex.GENERAL_NOUNS)),
-            "ga": lambda: self.pick(lex.GENERAL_ADJS), "gv": lambda: self.pick(lex.GENERAL_VERBS),
-            "gvd": lambda: verb_ed(self.pick(lex.GENERAL_VERBS)), "adv": lambda: self.pick(lex.ADVERBS),
+            "gn": lambda: self.pick(lex.GENERAL_NOUNS),
+            "gns": lambda: plural(self.pick(lex.GENERAL_NOUNS)),
+            "ga": lambda: self.pick(lex.GENERAL_ADJS),
+            "gv": lambda: self.pick(lex.GENERAL_VERBS),
+            "gvd": lambda: verb_ed(self.pick(lex.GENERAL_VERBS)),
+            "adv": lambda: self.pick(lex.ADVERBS),
             "role": lambda: self.pick(lx["roles"]).replace("_", " "),
             "roles": lambda: plural(self.pick(lx["roles"]).replace("_", " ")),
-            "field": lambda: self.pick(lx["fields"]), "person": self.names.person,
-            "surname": lambda: self.pick(self.names.last), "place": lambda: self.pick(self.names.places),
-            "country": lambda: self.pick(self.names.countries), "org": lambda: self.names.org(self.pick(lx["fields"])),
-            "year": lambda: str(self.year()), "decade": lambda: f"{r.randint(150, 201) * 10}s",
-            "span": self.span, "dur": self.duration, "num": self.number, "qty": self.quantity,
+            "field": lambda: self.pick(lx["fields"]),
+            "person": self.names.person,
+            "surname": lambda: self.pick(self.names.last),
+            "place": lambda: self.pick(self.names.places),
+            "country": lambda: self.pick(self.names.countries),
+            "org": lambda: self.names.org(self.pick(lx["fields"])),
+            "year": lambda: str(self.year()),
+            "decade": lambda: f"{r.randint(150, 201) * 10}s",
+            "span": self.span,
+            "dur": self.duration,
+            "num": self.number,
+            "qty": self.quantity,
             "bignum": lambda: f"{r.randint(800, 2_500_000):,}",
-            "pct": lambda: f"{r.randint(2, 98)}%", "date": self.date, "month": lambda: self.pick(lex.MONTHS),
-            "small": lambda: self.pick(["two", "three", "four", "five", "six"]), "money": self.money,
-            "object": lambda: self.pick(lex.OBJECTS), "animal": lambda: self.pick(lex.ANIMALS),
-            "colour": lambda: self.pick(lex.COLOURS), "conn": lambda: self.pick(lex.CONNECTORS),
-            "list": lambda: self.noun_list(topic, 3), "title": lambda: title_case(self.pick(lx["fields"])),
+            "pct": lambda: f"{r.randint(2, 98)}%",
+            "date": self.date,
+            "month": lambda: self.pick(lex.MONTHS),
+            "small": lambda: self.pick(["two", "three", "four", "five", "six"]),
+            "money": self.money,
+            "object": lambda: self.pick(lex.OBJECTS),
+            "animal": lambda: self.pick(lex.ANIMALS),
+            "colour": lambda: self.pick(lex.COLOURS),
+            "conn": lambda: self.pick(lex.CONNECTORS),
+            "list": lambda: self.noun_list(topic, 3),
+            "title": lambda: title_case(self.pick(lx["fields"])),
         }
         if base in table:
             return table[base]()
@@ -376,12 +475,22 @@ class Writer:
         return " ".join(self.sentence(topic, past=self.rng.random() < past_frac) for _ in range(n))
 
     def title(self, topic: str) -> str:
-        t = self.pick([
-            "How {ns} {v}", "Understanding the {n}", "An Introduction to {field}", "{Ns} and {ns2}",
-            "Why {ns} Matter", "The {a} {n}: A Beginner's Guide", "Lesson {small}: {Ns} in {field}",
-            "What Every Student Should Know About {ns}", "{Field} for Curious Readers",
-            "Ten Facts About the {n}", "A Short History of the {n}", "{Ns} in {place}",
-        ])
+        t = self.pick(
+            [
+                "How {ns} {v}",
+                "Understanding the {n}",
+                "An Introduction to {field}",
+                "{Ns} and {ns2}",
+                "Why {ns} Matter",
+                "The {a} {n}: A Beginner's Guide",
+                "Lesson {small}: {Ns} in {field}",
+                "What Every Student Should Know About {ns}",
+                "{Field} for Curious Readers",
+                "Ten Facts About the {n}",
+                "A Short History of the {n}",
+                "{Ns} in {place}",
+            ]
+        )
         return title_case(re.sub(r"\{(\w+)\}", lambda m: self.slot(m.group(1), topic), t))
 
 

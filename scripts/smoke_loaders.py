@@ -98,7 +98,9 @@ def demo_checks(config_file: str | None) -> list[tuple[str, callable]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m scripts.smoke_loaders", description=__doc__.splitlines()[0])
     p.add_argument("--demo", action="store_true", help="read the bundled sample data offline (default: the hub)")
-    p.add_argument("--config-file", default=None, help="config.yaml to start from with --demo (default: schema defaults)")
+    p.add_argument(
+        "--config-file", default=None, help="config.yaml to start from with --demo (default: schema defaults)"
+    )
     args = p.parse_args(argv)
     checks = demo_checks(args.config_file) if args.demo else hub_checks()
     failed = []
@@ -112,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:
             traceback.print_exc()
             failed.append(name)
-    print(f"{len(checks) - len(failed)}/{len(checks)} loaders ok" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"{len(checks) - len(failed)}/{len(checks)} loaders ok" + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

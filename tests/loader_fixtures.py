@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
 WIKI_TRAIN = [
-    "", " = Alpha River = \n", "", " The Alpha River runs north . \n", " = = Course = = \n",
-    " It passes a stone bridge . \n", "", " = Beta Stone = \n", "", " Beta is a stone . \n",
+    "",
+    " = Alpha River = \n",
+    "",
+    " The Alpha River runs north . \n",
+    " = = Course = = \n",
+    " It passes a stone bridge . \n",
+    "",
+    " = Beta Stone = \n",
+    "",
+    " Beta is a stone . \n",
 ]
 WIKI_VAL = ["", " = Gamma Light = \n", " Gamma shines . \n", "   \n"]
 WIKI_TEST = [" = Delta = \n", " Delta waits . \n"]
@@ -49,10 +56,17 @@ def oasst_rows(n_trees: int = 3, prefix: str = "t") -> list[dict]:
             (f"{tree}-a3", f"{tree}-p2", "assistant"),
         ]
         for mid, parent, role in spec:
-            rows.append({
-                "message_id": mid, "parent_id": parent, "message_tree_id": tree, "role": role,
-                "text": f"{role} says {mid}", "lang": "en", "deleted": False,
-            })
+            rows.append(
+                {
+                    "message_id": mid,
+                    "parent_id": parent,
+                    "message_tree_id": tree,
+                    "role": role,
+                    "text": f"{role} says {mid}",
+                    "lang": "en",
+                    "deleted": False,
+                }
+            )
     return rows
 
 
@@ -62,16 +76,28 @@ def rows_to_columns(rows: list[dict]) -> dict:
 
 def write_demo_tree(root: Path) -> dict:
     """Every source's sample files under `root`; returns the config overrides that point at them."""
-    fw = write_parquet(root / "fineweb_edu" / "part-0.parquet", {
-        "text": [f"Fineweb document {i}.\nIt has two lines." for i in range(30)],
-        "id": [f"<urn:{i}>" for i in range(30)], "url": [f"http://x/{i}" for i in range(30)],
-        "dump": ["CC-MAIN-2024-10"] * 30,
-    })
-    write_parquet(root / "fineweb_edu" / "part-1.parquet", {
-        "text": [f"Second file doc {i}." for i in range(10)], "id": [f"<urn:b{i}>" for i in range(10)],
-        "url": ["http://y"] * 10, "dump": ["CC-MAIN-2024-10"] * 10,
-    })
-    write_parquet(root / "gutenberg" / "books.parquet", {"text": [f"Book {i} text." for i in range(8)], "id": [str(i) for i in range(8)]})
+    fw = write_parquet(
+        root / "fineweb_edu" / "part-0.parquet",
+        {
+            "text": [f"Fineweb document {i}.\nIt has two lines." for i in range(30)],
+            "id": [f"<urn:{i}>" for i in range(30)],
+            "url": [f"http://x/{i}" for i in range(30)],
+            "dump": ["CC-MAIN-2024-10"] * 30,
+        },
+    )
+    write_parquet(
+        root / "fineweb_edu" / "part-1.parquet",
+        {
+            "text": [f"Second file doc {i}." for i in range(10)],
+            "id": [f"<urn:b{i}>" for i in range(10)],
+            "url": ["http://y"] * 10,
+            "dump": ["CC-MAIN-2024-10"] * 10,
+        },
+    )
+    write_parquet(
+        root / "gutenberg" / "books.parquet",
+        {"text": [f"Book {i} text." for i in range(8)], "id": [str(i) for i in range(8)]},
+    )
     for split, rows in (("train", WIKI_TRAIN), ("validation", WIKI_VAL), ("test", WIKI_TEST)):
         write_parquet(root / "wikitext" / f"{split}.parquet", {"text": rows})
     write_jsonl(root / "dolly15k" / "databricks-dolly-15k.jsonl", DOLLY_ROWS)
@@ -84,17 +110,25 @@ def write_demo_tree(root: Path) -> dict:
         sub.write_text(f"# Note {i}\n\n- item\n  - nested\t{i}\n", encoding="utf-8")
     (notes / ".obsidian").mkdir(exist_ok=True)
     (notes / ".obsidian" / "hidden.md").write_text("hidden", encoding="utf-8")
-    primer = write_jsonl(root / "primer.jsonl", [
-        {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]} for i in range(10)
-    ])
+    primer = write_jsonl(
+        root / "primer.jsonl",
+        [
+            {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
+            for i in range(10)
+        ],
+    )
     primer_txt = root / "primer.txt"
-    primer_txt.write_text("\n\n<dialogue>\n\n".join(f"user: hi {i}\nassistant: hello {i}" for i in range(10)), encoding="utf-8")
+    primer_txt.write_text(
+        "\n\n<dialogue>\n\n".join(f"user: hi {i}\nassistant: hello {i}" for i in range(10)), encoding="utf-8"
+    )
     return {
         "demo": True,
         "sources": {
             "fineweb_edu": {"demo_data_files": {"train": str(fw.parent / "*.parquet")}, "shuffle_buffer": 5},
             "gutenberg": {"demo_data_files": {"train": str(root / "gutenberg" / "*.parquet")}},
-            "wikitext": {"demo_data_files": {s: str(root / "wikitext" / f"{s}.parquet") for s in ("train", "validation", "test")}},
+            "wikitext": {
+                "demo_data_files": {s: str(root / "wikitext" / f"{s}.parquet") for s in ("train", "validation", "test")}
+            },
             "dolly15k": {"demo_data_files": {"train": str(root / "dolly15k" / "databricks-dolly-15k.jsonl")}},
             "oasst1": {"demo_data_files": {s: str(root / "oasst1" / f"{s}.parquet") for s in ("train", "validation")}},
             "roam": {"demo_root": str(notes)},

@@ -55,7 +55,9 @@ def test_same_generator_state_gives_same_batch(sources):
 def test_dict_order_and_buffer_type_do_not_change_the_batch(sources):
     reordered = {k: np.frombuffer(bytearray(sources[k]), dtype=np.uint8) for k in reversed(list(sources))}
     x1, _ = get_batch(sources, p=P, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(5))
-    x2, _ = get_batch(reordered, p=dict(reversed(P.items())), B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(5))
+    x2, _ = get_batch(
+        reordered, p=dict(reversed(P.items())), B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(5)
+    )
     assert torch.equal(x1, x2)
 
 
@@ -157,7 +159,9 @@ def test_every_buffer_type_gives_the_same_batch(sources):
         "strided numpy": np.frombuffer(data * 2, dtype=np.uint8)[::2],  # every other byte: data twice as long / 2
     }
     batches = {
-        kind: get_batch({"roam": v}, p={"roam": 1.0}, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(4))[0]
+        kind: get_batch(
+            {"roam": v}, p={"roam": 1.0}, B=B, T=T, device="cpu", generator=torch.Generator().manual_seed(4)
+        )[0]
         for kind, v in views.items()
     }
     for kind in ("bytearray", "memoryview", "numpy", "torch"):

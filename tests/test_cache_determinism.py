@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import tiny_corpus
-from niels_gpt.pretrain import encode as batch_encode
+
 from niels_gpt.cache.meta import sha256_file
+from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
 
 
@@ -16,8 +17,16 @@ def hashes(out: Path) -> dict[str, str]:
 
 def stream_build(out: Path, tok, *, seed=42, num_threads=-1):
     build_pretrain_cache(
-        iter(tiny_corpus(150, seed=20)), str(out), tokenizer=tok, max_train_tokens=3000, max_val_tokens=400,
-        shard_bytes=1000, seed=seed, shuffle_buffer=10_000, val_doc_prob=0.1, num_threads=num_threads,
+        iter(tiny_corpus(150, seed=20)),
+        str(out),
+        tokenizer=tok,
+        max_train_tokens=3000,
+        max_val_tokens=400,
+        shard_bytes=1000,
+        seed=seed,
+        shuffle_buffer=10_000,
+        val_doc_prob=0.1,
+        num_threads=num_threads,
     )
     return hashes(out)
 
@@ -43,8 +52,16 @@ def test_another_seed_changes_the_split(tmp_path, tiny_tokenizer):
 
 def test_presplit_build_twice_is_byte_identical(tmp_path, tiny_tokenizer):
     def build(out):
-        build_pretrain_cache_presplit(tiny_corpus(40, seed=21), tiny_corpus(8, seed=22), str(out), tokenizer=tiny_tokenizer,
-                                      max_train_tokens=None, max_val_tokens=None, shard_bytes=512, seed=42)
+        build_pretrain_cache_presplit(
+            tiny_corpus(40, seed=21),
+            tiny_corpus(8, seed=22),
+            str(out),
+            tokenizer=tiny_tokenizer,
+            max_train_tokens=None,
+            max_val_tokens=None,
+            shard_bytes=512,
+            seed=42,
+        )
         return hashes(out)
 
     assert build(tmp_path / "a") == build(tmp_path / "b")

@@ -34,7 +34,7 @@ def test_labels_cover_assistant_content_and_its_eot_only(tiny_tokenizer):
     n_asst = len(tok.encode(CHAT[2]["content"])) + 1  # content + eot
     assert labels[-n_asst:] == ids[-n_asst:]
     assert labels[-n_asst - 1] == -100  # the asst role token itself
-    assert all(v == -100 for v in labels[: -n_asst])
+    assert all(v == -100 for v in labels[:-n_asst])
     assert labels[-1] == tok.eot_id  # the model learns to stop
 
 
@@ -78,14 +78,18 @@ def test_malformed_messages_are_refused(tiny_tokenizer, messages, match):
 
 def test_first_message_may_be_assistant_and_order_is_kept(tiny_tokenizer):
     sp = tiny_tokenizer.special_ids
-    ids, _ = render_chat_sft(tiny_tokenizer, [{"role": "assistant", "content": "x"}, {"role": "system", "content": "y"}])
+    ids, _ = render_chat_sft(
+        tiny_tokenizer, [{"role": "assistant", "content": "x"}, {"role": "system", "content": "y"}]
+    )
     assert ids[0] == sp["asst"] and sp["sys"] in ids[ids.index(sp["eot"]) :]
 
 
 def test_eot_inside_content_is_not_special(tiny_tokenizer):
     tok = tiny_tokenizer
     content = "quote " + " ".join(SPECIAL_TOKENS.values())
-    ids, labels = render_chat_sft(tok, [{"role": "user", "content": content}, {"role": "assistant", "content": content}])
+    ids, labels = render_chat_sft(
+        tok, [{"role": "user", "content": content}, {"role": "assistant", "content": content}]
+    )
     specials = set(tok.special_ids.values())
     assert sum(i in specials for i in ids) == 4  # usr, eot, asst, eot: the inserted ones only
     assert tok.decode(ids) == content + content

@@ -9,7 +9,6 @@ import yaml
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
 
-
 SMALL = {
     "tokenizer": {"vocab_size": 500, "sample_chars": 120_000},
     "sources": {

@@ -36,7 +36,9 @@ def test_every_schema_key_has_description_and_default():
 
 
 def test_misspelt_key_names_the_key_and_suggests():
-    with pytest.raises(ConfigError, match=r"unknown key 'sources.oasst1.max_mesages' \(did you mean 'max_messages'\?\)"):
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'sources.oasst1.max_mesages' \(did you mean 'max_messages'\?\)"
+    ):
         prepare_config({"sources": {"oasst1": {"max_mesages": 3}}})
 
 
@@ -65,7 +67,11 @@ def test_load_config_merges_overrides(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("seed: 3\ntokenizer:\n  vocab_size: 500\n")
     cfg = load_config(path, {"tokenizer": {"model_type": "bpe"}})
-    assert cfg["seed"] == 3 and cfg["tokenizer"] == {**schema_defaults()["tokenizer"], "vocab_size": 500, "model_type": "bpe"}
+    assert cfg["seed"] == 3 and cfg["tokenizer"] == {
+        **schema_defaults()["tokenizer"],
+        "vocab_size": 500,
+        "model_type": "bpe",
+    }
 
 
 def test_schema_file_is_packaged_beside_the_module():

@@ -9,7 +9,12 @@ from niels_gpt.data.dolly import SYSTEM_PROMPT, dolly_row_to_chat, iter_dolly_sf
 
 pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 
-ROW = {"instruction": "Summarize this.", "context": "Rivers flow.\nTo the sea.", "response": "They flow.", "category": "summarization"}
+ROW = {
+    "instruction": "Summarize this.",
+    "context": "Rivers flow.\nTo the sea.",
+    "response": "They flow.",
+    "category": "summarization",
+}
 
 
 def test_two_messages_with_context_block_formatted_exactly():

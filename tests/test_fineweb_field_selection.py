@@ -41,7 +41,10 @@ def test_fineweb_local_rows_use_the_rule_and_normalize(tmp_path):
 def test_gutenberg_local_rows(tmp_path):
     path = write_parquet(tmp_path / "g.parquet", {"text": ["book one", "book two"], "id": ["1", "2"]})
     samples = list(iter_gutenberg(data_files={"train": str(path)}, shuffle=False))
-    assert [(s.text, s.source, s.meta["id"]) for s in samples] == [("book one", "gutenberg", "1"), ("book two", "gutenberg", "2")]
+    assert [(s.text, s.source, s.meta["id"]) for s in samples] == [
+        ("book one", "gutenberg", "1"),
+        ("book two", "gutenberg", "2"),
+    ]
 
 
 def test_row_without_string_field_fails_on_that_row(tmp_path):

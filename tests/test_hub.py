@@ -46,7 +46,9 @@ def _counting_hub(monkeypatch, n_rows=10_000, fail_after=None):
 def test_default_calls_load_dataset_with_hub_id_config_split_streaming_revision(monkeypatch):
     calls, _ = _counting_hub(monkeypatch)
     next(iter_fineweb_edu(take=1, shuffle=False, revision="v1"))
-    assert calls == [(("HuggingFaceFW/fineweb-edu", "CC-MAIN-2024-10"), {"split": "train", "streaming": True, "revision": "v1"})]
+    assert calls == [
+        (("HuggingFaceFW/fineweb-edu", "CC-MAIN-2024-10"), {"split": "train", "streaming": True, "revision": "v1"})
+    ]
 
 
 def test_take_stops_reading_the_stream(monkeypatch):
@@ -95,7 +97,10 @@ def test_local_files_read_in_sorted_order_with_sha256(tmp_path):
     write_parquet(tmp_path / "b.parquet", {"text": ["b"]})
     write_parquet(tmp_path / "a.parquet", {"text": ["a"]})
     prov = {}
-    out = [s.text for s in iter_fineweb_edu(data_files={"train": str(tmp_path / "*.parquet")}, shuffle=False, provenance=prov)]
+    out = [
+        s.text
+        for s in iter_fineweb_edu(data_files={"train": str(tmp_path / "*.parquet")}, shuffle=False, provenance=prov)
+    ]
     assert out == ["a", "b"]
     assert [os.path.basename(f["path"]) for f in prov["data_files"]] == ["a.parquet", "b.parquet"]
     assert prov["data_files"][0]["sha256"] == sha256_file(tmp_path / "a.parquet")

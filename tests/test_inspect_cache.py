@@ -9,9 +9,9 @@ import pytest
 from conftest import tiny_corpus
 from tiny_cache_tree import KNOWN_CHAT, PRETRAIN_DOCS, STREAM_TEXT, build_tree, install_tokenizer
 
-from niels_gpt.inspection.info import human_bytes
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
+from niels_gpt.inspection.info import human_bytes
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.tokenizer import train_sentencepiece
 
@@ -56,7 +56,9 @@ def test_info_numbers_match_meta(tree, capsys, tiny_tokenizer):
         assert cells[3] == f"{sft[f'{split}_tokens']:,}" and cells[4] == f"{sft[f'{split}_examples']:,} examples"
         stats = sft["splits"][split]
         share = 100 * stats["num_label_tokens"] / stats["num_tokens"]
-        assert row(out, "sft/y", split, f"{stats['num_examples']:,}")[3] == f"{stats['num_label_tokens']:,} ({share:.1f}%)"
+        assert (
+            row(out, "sft/y", split, f"{stats['num_examples']:,}")[3] == f"{stats['num_label_tokens']:,} ({share:.1f}%)"
+        )
     assert row(out, "pretrain/off", "-")[2] == "no" and "pretrain/off: not built: sources.off.enabled is false" in out
     assert row(out, "tokenizer", "-", "yes")[4] == f"{tiny_tokenizer.vocab_size:,} ids"
     n_bytes = len(STREAM_TEXT[: len(STREAM_TEXT) // 2].encode("utf-8"))
@@ -88,7 +90,11 @@ def test_info_marks_caches_built_with_another_tokenizer(tree, capsys, tmp_path):
     other = train_sentencepiece(tiny_corpus(200, seed=9), tmp_path / "other.model", vocab_size=380, num_threads=1)
     install_tokenizer(tree, str(tmp_path / "other.model"), other)
     rc, out, _ = cli(capsys, "info", tree)
-    assert rc == 0 and row(out, "pretrain/x", "train")[-1].endswith(" !=") and row(out, "tokenizer")[-1] == other.sha256[:8]
+    assert (
+        rc == 0
+        and row(out, "pretrain/x", "train")[-1].endswith(" !=")
+        and row(out, "tokenizer")[-1] == other.sha256[:8]
+    )
 
 
 def test_info_caps_the_coverage_sample(tree, capsys, monkeypatch):
@@ -102,11 +108,15 @@ def test_info_caps_the_coverage_sample(tree, capsys, monkeypatch):
 def test_inspect_sft_marks_the_loss_active_span(tmp_path, capsys, tiny_tokenizer, tiny_tokenizer_path):
     root = tmp_path / "cache"
     install_tokenizer(root, tiny_tokenizer_path, tiny_tokenizer)
-    build_sft_cache([KNOWN_CHAT, KNOWN_CHAT[1:3]], str(root / "sft" / "k"), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0)
+    build_sft_cache(
+        [KNOWN_CHAT, KNOWN_CHAT[1:3]], str(root / "sft" / "k"), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0
+    )
     rc, out, _ = cli(capsys, "inspect", root / "sft" / "k", "--example", 0, "--color", "never")
     assert rc == 0
-    assert ("<|sys|>be brief<|eot|><|usr|>hello there<|eot|><|asst|>[[general kenobi<|eot|>]]"
-            "<|usr|>and then?<|eot|><|asst|>[[the river\nopens<|eot|>]]") in out  # fmt: skip
+    assert (
+        "<|sys|>be brief<|eot|><|usr|>hello there<|eot|><|asst|>[[general kenobi<|eot|>]]"
+        "<|usr|>and then?<|eot|><|asst|>[[the river\nopens<|eot|>]]"
+    ) in out
     n_active = len(tiny_tokenizer.encode("general kenobi")) + len(tiny_tokenizer.encode("the river\nopens")) + 2
     assert "example 0 of 2: " in out and f", {n_active} loss-active" in out
     rc, out, _ = cli(capsys, "inspect", root / "sft" / "k" / "train_tokens.bin", "--example", 1, "--color", "always")
@@ -117,8 +127,15 @@ def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_token
     root = tmp_path / "cache"
     install_tokenizer(root, tiny_tokenizer_path, tiny_tokenizer)
     long_chat = [{"role": "user", "content": "the river " * 40}, {"role": "assistant", "content": "stone light " * 40}]
-    build_sft_cache([long_chat], str(root / "sft" / "k"), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0,
-                    t_max=16, truncation="tail")  # fmt: skip
+    build_sft_cache(
+        [long_chat],
+        str(root / "sft" / "k"),
+        tokenizer=tiny_tokenizer,
+        val_frac=0.0,
+        seed=0,
+        t_max=16,
+        truncation="tail",
+    )
     rc, out, _ = cli(capsys, "inspect", root / "sft" / "k", "--n", 1)
     assert "longer than T_max+1 = 17: the dataset keeps the last 17 (tail)" in out
 

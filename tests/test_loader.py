@@ -1,4 +1,4 @@
-"""MixedLoader: deterministic batches, exact resume, rank sharding, guards; the mixture draws follow niels_gpt.sampling."""
+"""MixedLoader: deterministic batches, exact resume, rank sharding, guards (mixture draws: niels_gpt.sampling)."""
 
 from __future__ import annotations
 
@@ -28,14 +28,35 @@ T, B = 16, 8
 def cache_dir(tiny_tokenizer, tmp_path_factory):
     root = tmp_path_factory.mktemp("loader_cache")
     for k, name in enumerate(PRETRAIN_P):
-        build_pretrain_cache(tiny_corpus(40, seed=k), str(root / "pretrain" / name), tokenizer=tiny_tokenizer,
-                             max_train_tokens=4_000, max_val_tokens=500, shard_bytes=2_000, seed=0,
-                             shuffle_buffer=None, val_doc_prob=0.1, num_threads=1)  # fmt: skip
-    write_not_built_meta(str(root / "pretrain" / "roam"), reason="disabled in config", dataset_name=None,
-                         dataset_config=None, seed=0, shard_bytes=2_000)  # fmt: skip
+        build_pretrain_cache(
+            tiny_corpus(40, seed=k),
+            str(root / "pretrain" / name),
+            tokenizer=tiny_tokenizer,
+            max_train_tokens=4_000,
+            max_val_tokens=500,
+            shard_bytes=2_000,
+            seed=0,
+            shuffle_buffer=None,
+            val_doc_prob=0.1,
+            num_threads=1,
+        )
+    write_not_built_meta(
+        str(root / "pretrain" / "roam"),
+        reason="disabled in config",
+        dataset_name=None,
+        dataset_config=None,
+        seed=0,
+        shard_bytes=2_000,
+    )
     for k, name in enumerate(SFT_P):
-        build_sft_cache(random_chats(30, seed=k), str(root / "sft" / name), tokenizer=tiny_tokenizer,
-                        val_frac=0.1, seed=0, source=name)  # fmt: skip
+        build_sft_cache(
+            random_chats(30, seed=k),
+            str(root / "sft" / name),
+            tokenizer=tiny_tokenizer,
+            val_frac=0.1,
+            seed=0,
+            source=name,
+        )
     return root
 
 
@@ -118,8 +139,9 @@ def test_invalid_rank_is_refused(cache_dir, rank, world_size):
         pretrain(cache_dir, rank=rank, world_size=world_size)
 
 
-@pytest.mark.parametrize("change", [{"seed": 8}, {"B": 4}, {"world_size": 3}, {"p": {"fineweb_edu": 1.0}},
-                                    {"version": 0}, {"T": 32}])  # fmt: skip
+@pytest.mark.parametrize(
+    "change", [{"seed": 8}, {"B": 4}, {"world_size": 3}, {"p": {"fineweb_edu": 1.0}}, {"version": 0}, {"T": 32}]
+)
 def test_mismatched_state_is_refused(cache_dir, change):
     state = {**pretrain(cache_dir).state_dict(), **change}
     key = next(iter(change))
@@ -138,16 +160,20 @@ def test_zero_weights_are_ignored_and_not_built_sources_refused_only_with_weight
 
 
 def test_arity_mismatch_is_refused(cache_dir):
-    sources = {"fineweb_edu": PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T),
-               "dolly15k": SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T)}  # fmt: skip
+    sources = {
+        "fineweb_edu": PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T),
+        "dolly15k": SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T),
+    }
     arity = r"all return \(x, y\) or all \(x, y, y_masked\).*'dolly15k': 3.*'fineweb_edu': 2"
     with pytest.raises(ValueError, match=arity):
         MixedLoader(sources, p={"fineweb_edu": 0.5, "dolly15k": 0.5}, B=B, seed=0)
 
 
 def test_different_T_is_refused(cache_dir):
-    sources = {"a": PretrainTokenStreamDataset(cache_dir / "pretrain/wikitext/train", T=T),
-               "b": PretrainTokenStreamDataset(cache_dir / "pretrain/gutenberg/train", T=T + 1)}  # fmt: skip
+    sources = {
+        "a": PretrainTokenStreamDataset(cache_dir / "pretrain/wikitext/train", T=T),
+        "b": PretrainTokenStreamDataset(cache_dir / "pretrain/gutenberg/train", T=T + 1),
+    }
     with pytest.raises(ValueError, match="same T and device"):
         MixedLoader(sources, p={"a": 0.5, "b": 0.5}, B=B, seed=0)
 
@@ -162,8 +188,10 @@ def test_sft_mixture_has_y_masked_with_a_target_in_every_row(cache_dir):
 
 def test_byte_stream_batchers_are_sources():
     rng = np.random.default_rng(0)
-    sources = {name: StreamBatcher({name: rng.integers(0, 256, 500, dtype=np.uint8)}, p={name: 1.0}, T=T)
-               for name in ("wiki", "roam")}  # fmt: skip
+    sources = {
+        name: StreamBatcher({name: rng.integers(0, 256, 500, dtype=np.uint8)}, p={name: 1.0}, T=T)
+        for name in ("wiki", "roam")
+    }
     a = take(MixedLoader(sources, p={"wiki": 0.8, "roam": 0.2}, B=B, seed=0), 3)
     b = take(MixedLoader(sources, p={"wiki": 0.8, "roam": 0.2}, B=B, seed=0), 3)
     assert all(same(s, t) for s, t in zip(a, b)) and a[0].y_masked is None
@@ -173,10 +201,12 @@ def test_byte_stream_batchers_are_sources():
 def test_tokenizer_mismatch_error_reaches_the_user_unchanged(cache_dir, tiny_tokenizer):
     other = types.SimpleNamespace(sha256="0" * 64, model_path="other.model", special_ids=tiny_tokenizer.special_ids)
     for kind, build_one in (
-        ("pretrain", lambda: PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T,
-                                                         tokenizer=other)),
+        (
+            "pretrain",
+            lambda: PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T, tokenizer=other),
+        ),
         ("sft", lambda: SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T, tokenizer=other)),
-    ):  # fmt: skip
+    ):
         with pytest.raises(ValueError) as direct:
             build_one()
         make = getattr(MixedLoader, kind)

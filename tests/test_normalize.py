@@ -40,9 +40,19 @@ def test_every_hub_loader_normalizes(tmp_path):
     dolly = str(write_parquet(tmp_path / "d.parquet", {"instruction": [RAW], "context": [RAW], "response": [RAW]}))
     s = next(iter_dolly_sft(data_files={"train": dolly}, shuffle=False))
     assert [m.content for m in s.messages] == [CLEAN + "\n\ncontext:\n" + CLEAN, CLEAN]
-    oasst = str(write_parquet(tmp_path / "o.parquet", {
-        "message_id": ["r", "a"], "parent_id": [None, "r"], "message_tree_id": ["r", "r"],
-        "role": ["prompter", "assistant"], "text": [RAW, RAW], "lang": ["en", "en"], "deleted": [False, False],
-    }))
+    oasst = str(
+        write_parquet(
+            tmp_path / "o.parquet",
+            {
+                "message_id": ["r", "a"],
+                "parent_id": [None, "r"],
+                "message_tree_id": ["r", "r"],
+                "role": ["prompter", "assistant"],
+                "text": [RAW, RAW],
+                "lang": ["en", "en"],
+                "deleted": [False, False],
+            },
+        )
+    )
     s = next(iter_oasst1_sft(data_files={"train": oasst}))
     assert [m.content for m in s.messages] == [CLEAN, CLEAN]

@@ -13,14 +13,26 @@ pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 
 
 def rec(mid, parent, role, tree="t", lang="en", deleted=False, text=None):
-    return {"message_id": mid, "parent_id": parent, "message_tree_id": tree, "role": role,
-            "text": text if text is not None else f"{role} {mid}", "lang": lang, "deleted": deleted}
+    return {
+        "message_id": mid,
+        "parent_id": parent,
+        "message_tree_id": tree,
+        "role": role,
+        "text": text if text is not None else f"{role} {mid}",
+        "lang": lang,
+        "deleted": deleted,
+    }
 
 
 P, A = "prompter", "assistant"
 BRANCHING = [
-    rec("r", None, P), rec("a1", "r", A), rec("p2", "a1", P), rec("a3", "p2", A),
-    rec("p3", "a1", P), rec("a4", "p3", A), rec("a2", "r", A),
+    rec("r", None, P),
+    rec("a1", "r", A),
+    rec("p2", "a1", P),
+    rec("a3", "p2", A),
+    rec("p3", "a1", P),
+    rec("a4", "p3", A),
+    rec("a2", "r", A),
 ]
 
 
@@ -52,7 +64,7 @@ def test_max_messages_cuts_and_emits_duplicates_once():
 
 
 def test_thread_longer_than_cap_keeps_its_first_messages_ending_with_assistant():
-    chain = [rec("m0", None, P)] + [rec(f"m{i}", f"m{i-1}", A if i % 2 else P) for i in range(1, 40)]
+    chain = [rec("m0", None, P)] + [rec(f"m{i}", f"m{i - 1}", A if i % 2 else P) for i in range(1, 40)]
     assert ids(reconstruct_threads(chain, max_messages=32)) == [[f"m{i}" for i in range(32)]]
     assert ids(reconstruct_threads(chain, max_messages=31)) == [[f"m{i}" for i in range(30)]]
     assert len(reconstruct_threads(chain, max_messages=64)[0].messages) == 40
@@ -60,7 +72,11 @@ def test_thread_longer_than_cap_keeps_its_first_messages_ending_with_assistant()
 
 def test_deleted_message_and_its_subtree_are_excluded():
     records = [
-        rec("r", None, P), rec("a1", "r", A, deleted=True), rec("p2", "a1", P), rec("a3", "p2", A), rec("a2", "r", A),
+        rec("r", None, P),
+        rec("a1", "r", A, deleted=True),
+        rec("p2", "a1", P),
+        rec("a3", "p2", A),
+        rec("a2", "r", A),
     ]
     stats = {}
     assert ids(reconstruct_threads(records, stats=stats)) == [["r", "a2"]]
@@ -81,8 +97,12 @@ def test_orphans_are_skipped_not_a_crash():
 
 def test_english_only_drops_non_english_messages_and_their_subtrees():
     records = [
-        rec("r", None, P), rec("a1", "r", A, lang="de"), rec("p2", "a1", P), rec("a3", "p2", A),
-        rec("a2", "r", A), {k: v for k, v in rec("a5", "r", A).items() if k != "lang"},  # no lang field: kept
+        rec("r", None, P),
+        rec("a1", "r", A, lang="de"),
+        rec("p2", "a1", P),
+        rec("a3", "p2", A),
+        rec("a2", "r", A),
+        {k: v for k, v in rec("a5", "r", A).items() if k != "lang"},  # no lang field: kept
     ]
     assert ids(reconstruct_threads(records)) == [["r", "a2"], ["r", "a5"]]
     assert ids(reconstruct_threads(records, english_only=False)) == [["r", "a1", "p2", "a3"], ["r", "a2"], ["r", "a5"]]
@@ -90,7 +110,11 @@ def test_english_only_drops_non_english_messages_and_their_subtrees():
 
 def test_non_alternating_thread_is_cut_at_the_last_valid_message():
     records = [
-        rec("r", None, P), rec("a1", "r", A), rec("a2", "a1", A), rec("p3", "a2", P), rec("a4", "p3", A),
+        rec("r", None, P),
+        rec("a1", "r", A),
+        rec("a2", "a1", A),
+        rec("p3", "a2", P),
+        rec("a4", "p3", A),
         rec("p5", "a1", P),  # a user leaf: cut back to a1 -> duplicate of the cut above, emitted once
     ]
     assert ids(reconstruct_threads(records)) == [["r", "a1"]]
@@ -103,8 +127,18 @@ def test_threads_with_fewer_than_two_messages_are_dropped():
 
 
 def test_trees_in_first_appearance_order_and_tree_id_in_meta():
-    records = [*[dict(r, message_tree_id="T2", message_id="2" + r["message_id"],
-                      parent_id=r["parent_id"] and "2" + r["parent_id"]) for r in BRANCHING], *BRANCHING]
+    records = [
+        *[
+            dict(
+                r,
+                message_tree_id="T2",
+                message_id="2" + r["message_id"],
+                parent_id=r["parent_id"] and "2" + r["parent_id"],
+            )
+            for r in BRANCHING
+        ],
+        *BRANCHING,
+    ]
     out = reconstruct_threads(records)
     assert [s.meta["message_tree_id"] for s in out] == ["T2"] * 3 + ["t"] * 3
 
@@ -155,8 +189,16 @@ def _random_forest(rng, n_trees=30):
             role = A if parent["role"] == P else P
             if rng.random() < 0.1:
                 role = parent["role"]  # breaks alternation
-            nodes.append(rec(f"{t}.{i}", parent["message_id"], role, tree=str(t),
-                             lang=rng.choice(["en"] * 8 + ["de", "es"]), deleted=rng.random() < 0.05))
+            nodes.append(
+                rec(
+                    f"{t}.{i}",
+                    parent["message_id"],
+                    role,
+                    tree=str(t),
+                    lang=rng.choice(["en"] * 8 + ["de", "es"]),
+                    deleted=rng.random() < 0.05,
+                )
+            )
         records += nodes
     records.append(rec("orphan", "gone", A))
     rng.shuffle(records)

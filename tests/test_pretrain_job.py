@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import tiny_corpus
+
 from niels_gpt.cache.cli import main
-from niels_gpt.data import registry
-from niels_gpt.pretrain import job as pretrain_job
 from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.config import prepare_config
+from niels_gpt.data import registry
 from niels_gpt.data.registry import PretrainInput
 from niels_gpt.data.types import PretrainSample
+from niels_gpt.pretrain import job as pretrain_job
 
 
 def fake_stream_input(texts):
@@ -20,8 +20,14 @@ def fake_stream_input(texts):
     prov = {"source": "fineweb_edu", "stream": {}}
 
     def stream():
-        prov["stream"].update({"dataset_id": "HuggingFaceFW/fineweb-edu", "config": "CC-MAIN-2024-10",
-                               "revision": "abc123", "streaming": True})
+        prov["stream"].update(
+            {
+                "dataset_id": "HuggingFaceFW/fineweb-edu",
+                "config": "CC-MAIN-2024-10",
+                "revision": "abc123",
+                "streaming": True,
+            }
+        )
         for t in texts:
             yield PretrainSample(t, "fineweb_edu", {})
 
@@ -32,7 +38,9 @@ def test_disabled_source_writes_not_built_meta(tmp_path):
     cfg = prepare_config({"sources": {"gutenberg": {"enabled": False}}})
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "shard_00000.bin").write_bytes(b"\0\0")  # stale shard of an earlier build
-    meta = pretrain_job.build_pretrain_source(cfg, "gutenberg", tokenizer_path="missing.model", out_dir=tmp_path, log=lambda s: None)
+    meta = pretrain_job.build_pretrain_source(
+        cfg, "gutenberg", tokenizer_path="missing.model", out_dir=tmp_path, log=lambda s: None
+    )
     assert meta == read_meta(str(tmp_path / "meta.json"))
     check_required(meta, REQUIRED_PRETRAIN)
     assert meta["built"] is False and "enabled" in meta["reason"]
@@ -43,11 +51,25 @@ def test_disabled_source_writes_not_built_meta(tmp_path):
 
 
 def test_stream_source_uses_config_values_and_late_provenance(tmp_path, tiny_tokenizer_path, monkeypatch):
-    cfg = prepare_config({"seed": 3, "pretrain": {"shard_bytes": 256}, "sources": {"fineweb_edu": {
-        "max_train_tokens": 900, "max_val_tokens": 100, "val_doc_prob": 0.2, "shuffle_buffer": 77}}})
+    cfg = prepare_config(
+        {
+            "seed": 3,
+            "pretrain": {"shard_bytes": 256},
+            "sources": {
+                "fineweb_edu": {
+                    "max_train_tokens": 900,
+                    "max_val_tokens": 100,
+                    "val_doc_prob": 0.2,
+                    "shuffle_buffer": 77,
+                }
+            },
+        }
+    )
     monkeypatch.setattr(registry, "pretrain_input", lambda c, s, **kw: fake_stream_input(tiny_corpus(100, seed=1)))
     lines = []
-    meta = pretrain_job.build_pretrain_source(cfg, "fineweb_edu", tokenizer_path=tiny_tokenizer_path, out_dir=tmp_path, log=lines.append)
+    meta = pretrain_job.build_pretrain_source(
+        cfg, "fineweb_edu", tokenizer_path=tiny_tokenizer_path, out_dir=tmp_path, log=lines.append
+    )
     assert (meta["train_tokens"], meta["val_tokens"], meta["seed"], meta["shard_bytes"]) == (900, 100, 3, 256)
     assert (meta["val_doc_prob"], meta["shuffle_buffer"]) == (0.2, 77)
     assert meta["dataset_name"] == "HuggingFaceFW/fineweb-edu" and meta["dataset_config"] == "CC-MAIN-2024-10"
@@ -61,9 +83,29 @@ def test_cli_builds_roam_from_a_notes_folder(tmp_path, tiny_tokenizer_path, caps
     for i, text in enumerate(tiny_corpus(20, seed=2)):
         (notes / f"note{i:02d}.md").write_text(text, encoding="utf-8")
     out = tmp_path / "cache"
-    rc = main(["build-pretrain", "--source", "roam", "--set", f"sources.roam.root={notes}", "--set",
-               "sources.roam.val_frac=0.2", "--tokenizer", tiny_tokenizer_path, "--out-dir", str(out),
-               "--set", "sources.roam.max_val_tokens=1_000", "--set", "seed=5", "--num-threads", "1", "--spec", "{}"])
+    rc = main(
+        [
+            "build-pretrain",
+            "--source",
+            "roam",
+            "--set",
+            f"sources.roam.root={notes}",
+            "--set",
+            "sources.roam.val_frac=0.2",
+            "--tokenizer",
+            tiny_tokenizer_path,
+            "--out-dir",
+            str(out),
+            "--set",
+            "sources.roam.max_val_tokens=1_000",
+            "--set",
+            "seed=5",
+            "--num-threads",
+            "1",
+            "--spec",
+            "{}",
+        ]
+    )
     assert rc == 0
     meta = read_meta(str(out / "meta.json"))
     assert meta["built"] and meta["train_tokens"] > 0 and 0 < meta["val_tokens"] <= 1000 and meta["seed"] == 5
@@ -74,12 +116,37 @@ def test_cli_builds_roam_from_a_notes_folder(tmp_path, tiny_tokenizer_path, caps
 
 def test_cli_refuses_a_key_the_source_does_not_have(tmp_path):
     with pytest.raises(ValueError, match=r"unknown key 'sources.fineweb_edu.train_split'"):
-        main(["build-pretrain", "--source", "fineweb_edu", "--set", "sources.fineweb_edu.train_split=train",
-              "--out-dir", str(tmp_path), "--spec", "{}"])
+        main(
+            [
+                "build-pretrain",
+                "--source",
+                "fineweb_edu",
+                "--set",
+                "sources.fineweb_edu.train_split=train",
+                "--out-dir",
+                str(tmp_path),
+                "--spec",
+                "{}",
+            ]
+        )
 
 
 def test_cli_disabled_source(tmp_path, capsys):
-    assert main(["build-pretrain", "--source", "gutenberg", "--set", "sources.gutenberg.enabled=false", "--spec", "{}",
-                 "--out-dir", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "build-pretrain",
+                "--source",
+                "gutenberg",
+                "--set",
+                "sources.gutenberg.enabled=false",
+                "--spec",
+                "{}",
+                "--out-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     assert read_meta(str(tmp_path / "meta.json"))["built"] is False
     assert "not built" in capsys.readouterr().out

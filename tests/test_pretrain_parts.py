@@ -18,14 +18,14 @@ from loader_fixtures import write_parquet
 
 from niels_gpt.cache.cli import main
 from niels_gpt.cache.meta import read_meta
-from niels_gpt.token_files import list_shards
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.pretrain.job import build_pretrain_source
-from niels_gpt.layout import part_name
-from niels_gpt.pretrain.parts import merge_pretrain_parts, part_budget
-from niels_gpt.inspection.verify import verify
 from niels_gpt.config import prepare_config
 from niels_gpt.data.registry import pretrain_input
+from niels_gpt.inspection.verify import verify
+from niels_gpt.layout import part_name
+from niels_gpt.pretrain.job import build_pretrain_source
+from niels_gpt.pretrain.parts import merge_pretrain_parts, part_budget
+from niels_gpt.token_files import list_shards
 
 N_FILES, DOCS_PER_FILE = 6, 25
 SHARD_BYTES = 1_000  # small: the merge re-shards across part boundaries
@@ -43,16 +43,39 @@ def data(tmp_path_factory, isolated_hf_cache) -> tuple[str, list[str]]:  # noqa:
 
 
 def config(glob: str, train=None, val=None) -> dict:
-    return prepare_config({"demo": True, "seed": 5, "pretrain": {"shard_bytes": SHARD_BYTES}, "sources": {"fineweb_edu": {
-        "demo_data_files": {"train": glob}, "max_train_tokens": train, "max_val_tokens": val,
-        "val_doc_prob": 0.2, "shuffle_buffer": 40}}})  # fmt: skip
+    return prepare_config(
+        {
+            "demo": True,
+            "seed": 5,
+            "pretrain": {"shard_bytes": SHARD_BYTES},
+            "sources": {
+                "fineweb_edu": {
+                    "demo_data_files": {"train": glob},
+                    "max_train_tokens": train,
+                    "max_val_tokens": val,
+                    "val_doc_prob": 0.2,
+                    "shuffle_buffer": 40,
+                }
+            },
+        }
+    )
 
 
 def build(cfg: dict, out: Path, tok: str, n: int) -> dict:
     for k in range(n):
-        build_pretrain_source(cfg, "fineweb_edu", tokenizer_path=tok, out_dir=out / "parts" / part_name(k),
-                              num_threads=1, log=lambda s: None, num_parts=n, part=k)  # fmt: skip
-    return merge_pretrain_parts(out / "parts", out, num_parts=n, shard_bytes=SHARD_BYTES, source="fineweb_edu", log=lambda s: None)
+        build_pretrain_source(
+            cfg,
+            "fineweb_edu",
+            tokenizer_path=tok,
+            out_dir=out / "parts" / part_name(k),
+            num_threads=1,
+            log=lambda s: None,
+            num_parts=n,
+            part=k,
+        )
+    return merge_pretrain_parts(
+        out / "parts", out, num_parts=n, shard_bytes=SHARD_BYTES, source="fineweb_edu", log=lambda s: None
+    )
 
 
 def tokens(split_dir: Path) -> np.ndarray:
@@ -67,8 +90,11 @@ def docs(toks: np.ndarray, tok) -> list[str]:
 
 
 def file_hashes(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(out.rglob("*")) if p.is_file() and "parts" not in p.parts}  # fmt: skip
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and "parts" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +111,10 @@ def unlimited(data, tiny_tokenizer_path, tmp_path_factory) -> dict[int, Path]:
 @pytest.mark.parametrize("n", [2, 4])
 def test_parts_are_disjoint_and_cover_every_document_once(unlimited, data, tiny_tokenizer, n):
     out, (_, texts) = unlimited[n], data
-    part_docs = [Counter(d for s in ("train", "val") for d in docs(tokens(out / "parts" / part_name(k) / s), tiny_tokenizer))
-                 for k in range(n)]  # fmt: skip
+    part_docs = [
+        Counter(d for s in ("train", "val") for d in docs(tokens(out / "parts" / part_name(k) / s), tiny_tokenizer))
+        for k in range(n)
+    ]
     for a in range(n):
         for b in range(a + 1, n):
             assert not part_docs[a] & part_docs[b], (a, b)
@@ -143,8 +171,21 @@ def test_merge_is_byte_identical_and_clears_stale_outputs(unlimited, tiny_tokeni
     first = file_hashes(out)
     stale = out / "train" / "shard_00099.bin"
     stale.write_bytes(b"\0\0")
-    rc = main(["merge-pretrain", "--source", "fineweb_edu", "--out-dir", str(out), "--set", "pretrain.num_parts=2",
-               "--set", f"pretrain.shard_bytes={SHARD_BYTES}", "--spec", "{}"])  # fmt: skip
+    rc = main(
+        [
+            "merge-pretrain",
+            "--source",
+            "fineweb_edu",
+            "--out-dir",
+            str(out),
+            "--set",
+            "pretrain.num_parts=2",
+            "--set",
+            f"pretrain.shard_bytes={SHARD_BYTES}",
+            "--spec",
+            "{}",
+        ]
+    )
     assert rc == 0 and "merging 2 parts" in capsys.readouterr().out
     assert not stale.exists() and file_hashes(out) == first
     _, checks, _ = verify(out, tokenizer_path=tiny_tokenizer_path)
@@ -158,11 +199,37 @@ def test_merge_is_byte_identical_and_clears_stale_outputs(unlimited, tiny_tokeni
 
 def test_cli_builds_a_part_like_the_api(data, unlimited, tiny_tokenizer_path, tmp_path):
     glob, _ = data
-    spec = {"seed": 5, "demo": True, "pretrain": {"num_parts": 4, "shard_bytes": SHARD_BYTES}, "sources": {"fineweb_edu": {
-        "demo_data_files": {"train": glob}, "val_doc_prob": 0.2, "shuffle_buffer": 40,
-        "max_train_tokens": None, "max_val_tokens": None}}}  # fmt: skip
-    rc = main(["build-pretrain", "--source", "fineweb_edu", "--part", "3", "--tokenizer", tiny_tokenizer_path,
-               "--out-dir", str(tmp_path), "--num-threads", "1", "--spec", json.dumps(spec)])  # fmt: skip
+    spec = {
+        "seed": 5,
+        "demo": True,
+        "pretrain": {"num_parts": 4, "shard_bytes": SHARD_BYTES},
+        "sources": {
+            "fineweb_edu": {
+                "demo_data_files": {"train": glob},
+                "val_doc_prob": 0.2,
+                "shuffle_buffer": 40,
+                "max_train_tokens": None,
+                "max_val_tokens": None,
+            }
+        },
+    }
+    rc = main(
+        [
+            "build-pretrain",
+            "--source",
+            "fineweb_edu",
+            "--part",
+            "3",
+            "--tokenizer",
+            tiny_tokenizer_path,
+            "--out-dir",
+            str(tmp_path),
+            "--num-threads",
+            "1",
+            "--spec",
+            json.dumps(spec),
+        ]
+    )
     assert rc == 0
     want = unlimited[4] / "parts" / part_name(3)
     assert read_meta(str(tmp_path / "meta.json"))["shards"] == read_meta(str(want / "meta.json"))["shards"]
@@ -170,8 +237,23 @@ def test_cli_builds_a_part_like_the_api(data, unlimited, tiny_tokenizer_path, tm
 
 def test_cli_part_out_of_range_is_refused(tmp_path, tiny_tokenizer_path):
     with pytest.raises(ValueError, match=r"--part must be in 0..1 for num_parts=2, got 2"):
-        main(["build-pretrain", "--source", "fineweb_edu", "--part", "2", "--set", "pretrain.num_parts=2",
-              "--tokenizer", tiny_tokenizer_path, "--out-dir", str(tmp_path), "--spec", "{}"])
+        main(
+            [
+                "build-pretrain",
+                "--source",
+                "fineweb_edu",
+                "--part",
+                "2",
+                "--set",
+                "pretrain.num_parts=2",
+                "--tokenizer",
+                tiny_tokenizer_path,
+                "--out-dir",
+                str(tmp_path),
+                "--spec",
+                "{}",
+            ]
+        )
 
 
 def test_fewer_data_files_than_parts_names_both_numbers(data, tiny_tokenizer_path, tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from conftest import tiny_corpus
+
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.pretrain.writer import build_pretrain_cache_presplit
 
@@ -30,8 +30,16 @@ def unequal(tmp_path):
 
 
 def test_y_is_x_shifted_and_ids_are_in_vocab(tmp_path, tiny_tokenizer):
-    build_pretrain_cache_presplit(tiny_corpus(60), tiny_corpus(5, seed=1), str(tmp_path), tokenizer=tiny_tokenizer,
-                                  max_train_tokens=None, max_val_tokens=None, shard_bytes=300, seed=0)
+    build_pretrain_cache_presplit(
+        tiny_corpus(60),
+        tiny_corpus(5, seed=1),
+        str(tmp_path),
+        tokenizer=tiny_tokenizer,
+        max_train_tokens=None,
+        max_val_tokens=None,
+        shard_bytes=300,
+        seed=0,
+    )
     ds = PretrainTokenStreamDataset(tmp_path / "train", T=32, device="cpu", tokenizer=tiny_tokenizer)
     g = torch.Generator().manual_seed(0)
     for B in (1, 7, 32):

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import tiny_corpus
-from niels_gpt.pretrain import encode as batch_encode
+
 from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta, sha256_file
-from niels_gpt.token_files import list_shards
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
 from niels_gpt.data.types import PretrainSample
+from niels_gpt.pretrain import encode as batch_encode
+from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
+from niels_gpt.token_files import list_shards
 
 
 def split_tokens(out: Path, split: str) -> np.ndarray:
@@ -37,8 +37,15 @@ def documents(tokens: np.ndarray, eot: int) -> list[list[int]]:
 
 
 def build_stream(texts, out, tok, **kw):
-    args = dict(tokenizer=tok, max_train_tokens=None, max_val_tokens=None, shard_bytes=1 << 20, seed=7,
-                shuffle_buffer=None, val_doc_prob=0.3)
+    args = dict(
+        tokenizer=tok,
+        max_train_tokens=None,
+        max_val_tokens=None,
+        shard_bytes=1 << 20,
+        seed=7,
+        shuffle_buffer=None,
+        val_doc_prob=0.3,
+    )
     args.update(kw)
     return build_pretrain_cache(texts, str(out), **args)
 
@@ -46,8 +53,14 @@ def build_stream(texts, out, tok, **kw):
 def test_presplit_roundtrip_decodes_every_document(tmp_path, tiny_tokenizer):
     train, val = tiny_corpus(40, seed=1), tiny_corpus(10, seed=2)
     meta = build_pretrain_cache_presplit(
-        [PretrainSample(t, "x", {}) for t in train], val, str(tmp_path), tokenizer=tiny_tokenizer,
-        max_train_tokens=None, max_val_tokens=None, shard_bytes=1 << 20, seed=1,
+        [PretrainSample(t, "x", {}) for t in train],
+        val,
+        str(tmp_path),
+        tokenizer=tiny_tokenizer,
+        max_train_tokens=None,
+        max_val_tokens=None,
+        shard_bytes=1 << 20,
+        seed=1,
     )
     for split, texts in (("train", train), ("val", val)):
         tokens = split_tokens(tmp_path, split)
@@ -64,7 +77,10 @@ def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer):
     meta = build_stream(texts, tmp_path, tiny_tokenizer, val_doc_prob=0.3, seed=11)
     g = torch.Generator().manual_seed(11)
     is_val = [torch.rand(1, generator=g).item() < 0.3 for _ in texts]
-    want = {"train": [t for t, v in zip(texts, is_val) if not v and t], "val": [t for t, v in zip(texts, is_val) if v and t]}
+    want = {
+        "train": [t for t, v in zip(texts, is_val) if not v and t],
+        "val": [t for t, v in zip(texts, is_val) if v and t],
+    }
     for split in ("train", "val"):
         got = [tiny_tokenizer.decode(d) for d in documents(split_tokens(tmp_path, split), tiny_tokenizer.eot_id)]
         assert got == want[split]
@@ -83,14 +99,22 @@ def test_budgets_are_exact_and_the_crossing_document_is_cut(tmp_path, tiny_token
     assert np.array_equal(split_tokens(tmp_path / "full", "train")[:1234], train)
     # budgets above what is available: everything, exactly
     small = tiny_corpus(5, seed=5)
-    meta = build_stream(small, tmp_path / "small", tiny_tokenizer, max_train_tokens=10**9, max_val_tokens=10**9, val_doc_prob=0.0)
+    meta = build_stream(
+        small, tmp_path / "small", tiny_tokenizer, max_train_tokens=10**9, max_val_tokens=10**9, val_doc_prob=0.0
+    )
     assert meta["train_tokens"] == sum(len(tiny_tokenizer.encode(t)) + 1 for t in small) and meta["val_tokens"] == 0
 
 
 def test_presplit_budgets_are_exact(tmp_path, tiny_tokenizer):
     meta = build_pretrain_cache_presplit(
-        tiny_corpus(50, seed=6), tiny_corpus(50, seed=7), str(tmp_path), tokenizer=tiny_tokenizer,
-        max_train_tokens=777, max_val_tokens=0, shard_bytes=100, seed=1,
+        tiny_corpus(50, seed=6),
+        tiny_corpus(50, seed=7),
+        str(tmp_path),
+        tokenizer=tiny_tokenizer,
+        max_train_tokens=777,
+        max_val_tokens=0,
+        shard_bytes=100,
+        seed=1,
     )
     assert meta["train_tokens"] == len(split_tokens(tmp_path, "train")) == 777
     assert meta["val_tokens"] == 0 and list_shards(tmp_path / "val") == []
@@ -107,7 +131,9 @@ def test_reading_stops_once_both_budgets_are_full(tmp_path, tiny_tokenizer):
             next(pulled)
             yield corpus[i % len(corpus)]
 
-    meta = build_stream(endless(), tmp_path, tiny_tokenizer, max_train_tokens=2000, max_val_tokens=200, val_doc_prob=0.25)
+    meta = build_stream(
+        endless(), tmp_path, tiny_tokenizer, max_train_tokens=2000, max_val_tokens=200, val_doc_prob=0.25
+    )
     assert (meta["train_tokens"], meta["val_tokens"]) == (2000, 200)
     assert next(pulled) <= meta["documents_seen"] + (batch_encode.ENCODE_AHEAD + 1) * batch_encode.BATCH_DOCS
 
@@ -119,7 +145,9 @@ def test_shards_rotate_at_shard_bytes_and_meta_lists_them(tmp_path, tiny_tokeniz
     for split in ("train", "val"):
         listed = meta["shards"][split]
         paths = list_shards(tmp_path / split)
-        assert [s["file"] for s in listed] == [p.name for p in paths] == [f"shard_{i:05d}.bin" for i in range(len(paths))]
+        assert (
+            [s["file"] for s in listed] == [p.name for p in paths] == [f"shard_{i:05d}.bin" for i in range(len(paths))]
+        )
         assert all(s["tokens"] == 32 for s in listed[:-1]) and 0 < listed[-1]["tokens"] <= 32
         for s, p in zip(listed, paths):
             assert s["sha256"] == sha256_file(p) and s["tokens"] * 2 == p.stat().st_size

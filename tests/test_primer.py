@@ -13,14 +13,21 @@ from niels_gpt.data.primer import (
     split_primer_dialogues,
 )
 
-GOOD = {"messages": [{"role": "system", "content": "be kind"}, {"role": "user", "content": "hi"},
-                     {"role": "assistant", "content": "hello"}]}
+GOOD = {
+    "messages": [
+        {"role": "system", "content": "be kind"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+}
 
 
 def _write(tmp_path, lines, name="primer.jsonl"):
     path = tmp_path / name
-    data = b"".join((ln if isinstance(ln, bytes) else (ln if isinstance(ln, str) else json.dumps(ln)).encode()) + b"\n"
-                    for ln in lines)
+    data = b"".join(
+        (ln if isinstance(ln, bytes) else (ln if isinstance(ln, str) else json.dumps(ln)).encode()) + b"\n"
+        for ln in lines
+    )
     path.write_bytes(data)
     return path
 
@@ -29,7 +36,11 @@ def test_valid_file_loads_every_example_in_order(tmp_path):
     path = _write(tmp_path, [GOOD, "", {"messages": [{"role": "assistant", "content": "Cafe\u0301"}]}])
     samples = load_primer_jsonl(path)
     assert len(samples) == 2
-    assert [(m.role, m.content) for m in samples[0].messages] == [("system", "be kind"), ("user", "hi"), ("assistant", "hello")]
+    assert [(m.role, m.content) for m in samples[0].messages] == [
+        ("system", "be kind"),
+        ("user", "hi"),
+        ("assistant", "hello"),
+    ]
     assert samples[1].messages[0].content == "Caf\u00e9"  # normalized
     assert [s.meta for s in samples] == [{"index": 0, "line": 1}, {"index": 1, "line": 3}]
     assert samples[0].source == "primer"
@@ -40,10 +51,19 @@ BAD_CASES = {
     "not_object": ([GOOD["messages"]], "expected a JSON object, got list"),
     "missing_messages": ({"msgs": []}, "missing key 'messages'"),
     "extra_top_key": ({**GOOD, "id": 3}, "unexpected top-level key(s) ['id']"),
-    "extra_message_key": ({"messages": [{"role": "assistant", "content": "x", "name": "n"}]}, "messages[0] has unexpected key(s) ['name']"),
+    "extra_message_key": (
+        {"messages": [{"role": "assistant", "content": "x", "name": "n"}]},
+        "messages[0] has unexpected key(s) ['name']",
+    ),
     "missing_message_key": ({"messages": [{"role": "assistant"}]}, "messages[0] is missing key(s) ['content']"),
-    "unknown_role": ({"messages": [{"role": "bot", "content": "x"}]}, "unknown role 'bot'; allowed: system, user, assistant"),
-    "non_string_content": ({"messages": [{"role": "assistant", "content": 5}]}, "messages[0].content must be a string, got int"),
+    "unknown_role": (
+        {"messages": [{"role": "bot", "content": "x"}]},
+        "unknown role 'bot'; allowed: system, user, assistant",
+    ),
+    "non_string_content": (
+        {"messages": [{"role": "assistant", "content": 5}]},
+        "messages[0].content must be a string, got int",
+    ),
     "empty_list": ({"messages": []}, "'messages' is an empty list"),
     "messages_not_list": ({"messages": "hi"}, "'messages' must be a list"),
     "message_not_object": ({"messages": ["hi"]}, "messages[0] must be an object"),

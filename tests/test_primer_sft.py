@@ -10,9 +10,9 @@ import pytest
 from sft_chats import random_chats
 
 from niels_gpt.cache.cli import main
-from niels_gpt.command_line import run_cli
 from niels_gpt.cache.meta import REQUIRED_SFT, read_meta
 from niels_gpt.chat_template import render_chat_sft
+from niels_gpt.command_line import run_cli
 from niels_gpt.splits import val_mask
 
 N = 40
@@ -24,15 +24,32 @@ def write_primer(path, chats):
 
 
 def build_primer(tmp_path, tok_path, primer, out="sft", seed=42, extra=()):
-    argv = ["build-sft-primer", "--primer-jsonl", str(primer), "--out-dir", str(tmp_path / out), "--seed", str(seed),
-            "--val-frac", "0.1", "--t-max", "1024", "--tokenizer", tok_path, *extra]  # fmt: skip
+    argv = [
+        "build-sft-primer",
+        "--primer-jsonl",
+        str(primer),
+        "--out-dir",
+        str(tmp_path / out),
+        "--seed",
+        str(seed),
+        "--val-frac",
+        "0.1",
+        "--t-max",
+        "1024",
+        "--tokenizer",
+        tok_path,
+        *extra,
+    ]
     return run_cli(main, argv)
 
 
 def test_render_and_masking_sys_user_assistant(tiny_tokenizer):
     sp = tiny_tokenizer.special_ids
-    msgs = [{"role": "system", "content": "be kind"}, {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "hello there"}]  # fmt: skip
+    msgs = [
+        {"role": "system", "content": "be kind"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello there"},
+    ]
     ids, labels = render_chat_sft(tiny_tokenizer, msgs)
     assert len(ids) == len(labels)
     asst_at = ids.index(sp["asst"])
@@ -85,7 +102,9 @@ def test_build_sft_primer_smoke(tiny_tokenizer, tiny_tokenizer_path, tmp_path, c
         ("not json", "not valid JSON"),
     ],
 )
-def test_malformed_primer_stops_with_file_line_reason_and_leaves_nothing(tiny_tokenizer_path, tmp_path, capsys, line, reason):
+def test_malformed_primer_stops_with_file_line_reason_and_leaves_nothing(
+    tiny_tokenizer_path, tmp_path, capsys, line, reason
+):
     primer = write_primer(tmp_path / "primer.jsonl", random_chats(3, seed=1))
     assert build_primer(tmp_path, tiny_tokenizer_path, primer) == 0  # an old cache exists ...
     with open(primer, "a", encoding="utf-8") as f:

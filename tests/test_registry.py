@@ -37,7 +37,10 @@ def test_stream_sources_read_demo_files_and_record_them(demo):
     texts = [s.text for s in inp.stream]
     assert len(texts) == 40 and texts == [s.text for s in inp.stream]  # re-iterable, same seeded order
     read = inp.provenance["stream"]
-    assert read["local"] is True and [os.path.basename(f["path"]) for f in read["data_files"]] == ["part-0.parquet", "part-1.parquet"]
+    assert read["local"] is True and [os.path.basename(f["path"]) for f in read["data_files"]] == [
+        "part-0.parquet",
+        "part-1.parquet",
+    ]
     assert all(len(f["sha256"]) == 64 for f in read["data_files"])
     assert inp.provenance["dataset_id"] == "HuggingFaceFW/fineweb-edu" and inp.provenance["shuffle_buffer"] == 5
     json.dumps(inp.provenance)
@@ -75,13 +78,17 @@ def test_roam_is_presplit_by_file_with_recorded_lists(demo):
 
 def test_tokenizer_texts_are_the_train_side(demo):
     _, cfg = demo
-    assert list(registry.tokenizer_texts(cfg, "wikitext")) == [s.text for s in registry.pretrain_input(cfg, "wikitext").train]
+    assert list(registry.tokenizer_texts(cfg, "wikitext")) == [
+        s.text for s in registry.pretrain_input(cfg, "wikitext").train
+    ]
     assert list(registry.tokenizer_texts(cfg, "roam")) == [s.text for s in registry.pretrain_input(cfg, "roam").train]
     stream = list(registry.tokenizer_texts(cfg, "gutenberg"))
     assert len(stream) == 8 and stream == list(registry.tokenizer_texts(cfg, "gutenberg"))
 
 
-@pytest.mark.parametrize("source,group_key", [("dolly15k", "index"), ("oasst1", "message_tree_id"), ("primer", "index")])
+@pytest.mark.parametrize(
+    "source,group_key", [("dolly15k", "index"), ("oasst1", "message_tree_id"), ("primer", "index")]
+)
 def test_sft_input_sets_group_and_provenance(demo, source, group_key):
     _, cfg = demo
     samples, prov = registry.sft_input(cfg, source)
@@ -109,8 +116,12 @@ def test_wikitext_lines(demo):
 
 def test_source_input_files(demo):
     root, cfg = demo
-    assert registry.source_input_files(cfg, "fineweb_edu") == sorted(str(root / "fineweb_edu" / f"part-{i}.parquet") for i in (0, 1))
-    assert registry.source_input_files(cfg, "wikitext") == sorted(str(root / "wikitext" / f"{s}.parquet") for s in ("test", "train", "validation"))
+    assert registry.source_input_files(cfg, "fineweb_edu") == sorted(
+        str(root / "fineweb_edu" / f"part-{i}.parquet") for i in (0, 1)
+    )
+    assert registry.source_input_files(cfg, "wikitext") == sorted(
+        str(root / "wikitext" / f"{s}.parquet") for s in ("test", "train", "validation")
+    )
     notes = registry.source_input_files(cfg, "roam")
     assert len(notes) == 12 and notes == sorted(notes) and not any(".obsidian" in n for n in notes)
     assert registry.source_input_files(cfg, "primer") == [str(root / "primer.jsonl")]
@@ -121,7 +132,9 @@ def test_source_input_files(demo):
 
 
 def test_missing_demo_files_fail_loudly(tmp_path):
-    cfg = prepare_config({"demo": True, "sources": {"dolly15k": {"demo_data_files": {"train": str(tmp_path / "none.jsonl")}}}})
+    cfg = prepare_config(
+        {"demo": True, "sources": {"dolly15k": {"demo_data_files": {"train": str(tmp_path / "none.jsonl")}}}}
+    )
     samples, _ = registry.sft_input(cfg, "dolly15k")
     with pytest.raises(FileNotFoundError, match="none.jsonl"):
         next(samples)

@@ -20,7 +20,7 @@ def _notes(root, n=20):
 
 def test_lists_markdown_recursively_sorted_skipping_hidden(tmp_path):
     paths = list_roam_paths(_notes(tmp_path))
-    rel = [p[len(str(tmp_path)) + 1:] for p in paths]
+    rel = [p[len(str(tmp_path)) + 1 :] for p in paths]
     assert len(rel) == 20 and rel == sorted(rel)
     assert "sub/n00.md" in rel and not any(".trash" in r or r.endswith(".txt") for r in rel)
 

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `scripts` is a top-level folder, not part of the installed package
 
 from scripts import make_sample_data as msd  # noqa: E402
+
 SAMPLE = ROOT / "data" / "sample"
 
 STR, F64, I64, I32, BOOL = pa.string(), pa.float64(), pa.int64(), pa.int32(), pa.bool_()
@@ -30,23 +31,68 @@ EXPECTED_PARQUET = {  # written out independently of the generator's own schema 
     "oasst1/validation.parquet": "oasst1",
 }
 SCHEMAS = {
-    "fineweb": [("text", STR), ("id", STR), ("dump", STR), ("url", STR), ("date", STR), ("file_path", STR),
-                ("language", STR), ("language_score", F64), ("token_count", I64), ("score", F64), ("int_score", I64)],
+    "fineweb": [
+        ("text", STR),
+        ("id", STR),
+        ("dump", STR),
+        ("url", STR),
+        ("date", STR),
+        ("file_path", STR),
+        ("language", STR),
+        ("language_score", F64),
+        ("token_count", I64),
+        ("score", F64),
+        ("int_score", I64),
+    ],
     "wikitext": [("text", STR)],
     "gutenberg": [("text", STR), ("id", STR), ("title", STR)],
     "oasst1": [
-        ("message_id", STR), ("parent_id", STR), ("user_id", STR), ("created_date", STR), ("text", STR),
-        ("role", STR), ("lang", STR), ("review_count", I32), ("review_result", BOOL), ("deleted", BOOL),
-        ("rank", I32), ("synthetic", BOOL), ("model_name", STR),
-        ("detoxify", pa.struct([(k, F64) for k in ["toxicity", "severe_toxicity", "obscene", "identity_attack",
-                                                   "insult", "threat", "sexual_explicit"]])),
-        ("message_tree_id", STR), ("tree_state", STR),
+        ("message_id", STR),
+        ("parent_id", STR),
+        ("user_id", STR),
+        ("created_date", STR),
+        ("text", STR),
+        ("role", STR),
+        ("lang", STR),
+        ("review_count", I32),
+        ("review_result", BOOL),
+        ("deleted", BOOL),
+        ("rank", I32),
+        ("synthetic", BOOL),
+        ("model_name", STR),
+        (
+            "detoxify",
+            pa.struct(
+                [
+                    (k, F64)
+                    for k in [
+                        "toxicity",
+                        "severe_toxicity",
+                        "obscene",
+                        "identity_attack",
+                        "insult",
+                        "threat",
+                        "sexual_explicit",
+                    ]
+                ]
+            ),
+        ),
+        ("message_tree_id", STR),
+        ("tree_state", STR),
         ("emojis", pa.struct([("name", pa.list_(STR)), ("count", pa.list_(I32))])),
         ("labels", pa.struct([("name", pa.list_(STR)), ("value", pa.list_(F64)), ("count", pa.list_(I32))])),
     ],
 }
-DOLLY_CATEGORIES = {"open_qa", "general_qa", "classification", "closed_qa", "brainstorming",
-                    "information_extraction", "summarization", "creative_writing"}
+DOLLY_CATEGORIES = {
+    "open_qa",
+    "general_qa",
+    "classification",
+    "closed_qa",
+    "brainstorming",
+    "information_extraction",
+    "summarization",
+    "creative_writing",
+}
 
 
 def _rows(rel: str) -> list[dict]:
@@ -163,7 +209,9 @@ def test_roam_notes_are_linked_markdown():
 def test_regenerating_gives_the_committed_files(tmp_path):
     msd.main(["--out-root", str(tmp_path), "--only", "dolly15k", "primer", "oasst1"])
     for rel in ["data/sample/dolly15k/databricks-dolly-15k.jsonl", "data/primer.jsonl", "data/primer.txt"]:
-        assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), f"{rel} is stale: rerun scripts.make_sample_data"
+        assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), (
+            f"{rel} is stale: rerun scripts.make_sample_data"
+        )
     for split in ["train", "validation"]:
         rel = f"data/sample/oasst1/{split}.parquet"
         assert pq.read_table(tmp_path / rel).to_pylist() == pq.read_table(ROOT / rel).to_pylist(), rel

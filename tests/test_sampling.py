@@ -25,8 +25,12 @@ def test_draw_sources_is_one_multinomial_and_ignores_dict_order():
     g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
     _, a = draw_sources(P, 64, g1)
     _, b = draw_sources(dict(reversed(list(P.items()))), 64, g2)
-    want = torch.multinomial(torch.tensor([0.05, 0.75, 0.20], dtype=torch.float64), 64, replacement=True,
-                             generator=torch.Generator().manual_seed(5))  # fmt: skip
+    want = torch.multinomial(
+        torch.tensor([0.05, 0.75, 0.20], dtype=torch.float64),
+        64,
+        replacement=True,
+        generator=torch.Generator().manual_seed(5),
+    )
     assert torch.equal(a, b) and torch.equal(a, want)
     assert torch.equal(g1.get_state(), g2.get_state())  # the same number of draws was consumed
 
@@ -53,6 +57,10 @@ def test_splitmix64_and_derive_seed_are_pinned():
     # splitmix64's published first two outputs from state 0; derived seeds are part of the resume contract
     assert splitmix64(0) == 0xE220A8397B1DCDAF and splitmix64(0x9E3779B97F4A7C15) == 0x6E789E6AA1B965F4
     assert [derive_seed(42, s, r) for s, r in [(0, 0), (1, 0), (0, 1), (10**6, 7)]] == [
-        854689982, 2145168321, 854689983, 1498644627]  # fmt: skip
+        854689982,
+        2145168321,
+        854689983,
+        1498644627,
+    ]
     seeds = {derive_seed(42, s, r) for s in range(2_000) for r in range(4)}
     assert len(seeds) == 8_000 and max(seeds) < 2**32

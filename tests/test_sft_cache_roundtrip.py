@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from sft_chats import random_chats
 
-from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.cache.meta import REQUIRED_SFT, read_meta, sha256_file
-from niels_gpt.layout import sft_file_names as output_names
-from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.chat_template import render_chat_sft
 from niels_gpt.data.types import ChatMessage, ChatSample
+from niels_gpt.layout import FORMAT_VERSION
+from niels_gpt.layout import sft_file_names as output_names
+from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.splits import val_groups, val_mask
 
 CHATS = random_chats(120, seed=11)
@@ -135,10 +135,16 @@ def test_failure_while_reading_input_leaves_no_cache(tiny_tokenizer, tmp_path):
 def test_special_token_strings_in_content_stay_text(tiny_tokenizer, tmp_path):
     from niels_gpt.special_tokens import SPECIAL_TOKENS
 
-    chat = [{"role": "user", "content": SPECIAL_TOKENS["eot"]}, {"role": "assistant", "content": SPECIAL_TOKENS["asst"]}]
+    chat = [
+        {"role": "user", "content": SPECIAL_TOKENS["eot"]},
+        {"role": "assistant", "content": SPECIAL_TOKENS["asst"]},
+    ]
     build(tiny_tokenizer, tmp_path, chats=[chat], val_frac=0.0)
     (tokens,) = read_split(tmp_path, "train")
     specials = set(tiny_tokenizer.special_ids.values())
     assert [t for t in tokens if t in specials] == [
-        tiny_tokenizer.usr_id, tiny_tokenizer.eot_id, tiny_tokenizer.asst_id, tiny_tokenizer.eot_id
-    ]  # fmt: skip
+        tiny_tokenizer.usr_id,
+        tiny_tokenizer.eot_id,
+        tiny_tokenizer.asst_id,
+        tiny_tokenizer.eot_id,
+    ]

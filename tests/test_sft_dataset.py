@@ -10,8 +10,8 @@ import torch
 from sft_chats import random_chats
 
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
-from niels_gpt.sft.writer import build_sft_cache, write_not_built
 from niels_gpt.chat_template import render_chat_sft
+from niels_gpt.sft.writer import build_sft_cache, write_not_built
 
 CHATS = random_chats(150, seed=5, max_messages=9, max_words=40)  # lengths ~5..600 tokens
 
@@ -37,8 +37,9 @@ def expected_rows(tok, chats, T, truncation):
 
 
 def open_ds(cache, T, truncation="head", **kw):
-    return SFTExampleDataset(cache / "train_tokens.bin", cache / "train_idx.npy", T=T, device="cpu",
-                             eot_id=4, truncation=truncation, **kw)  # fmt: skip
+    return SFTExampleDataset(
+        cache / "train_tokens.bin", cache / "train_idx.npy", T=T, device="cpu", eot_id=4, truncation=truncation, **kw
+    )
 
 
 @pytest.mark.parametrize("truncation", ["head", "tail"])
@@ -128,13 +129,17 @@ def test_corrupt_offsets_are_refused(cache, tmp_path):
     (tmp_path / "t.bin").write_bytes((cache / "train_tokens.bin").read_bytes())
     np.save(tmp_path / "i.npy", np.array([0, 10, 5], dtype=np.int64))
     with pytest.raises(ValueError, match="increase strictly"):
-        SFTExampleDataset(tmp_path / "t.bin", tmp_path / "i.npy", T=8, eot_id=4, special_ids={"sys": 1, "usr": 2, "asst": 3, "eot": 4})
+        SFTExampleDataset(
+            tmp_path / "t.bin", tmp_path / "i.npy", T=8, eot_id=4, special_ids={"sys": 1, "usr": 2, "asst": 3, "eot": 4}
+        )
 
 
 def test_no_sampleable_example_errors_clearly(tmp_path):
     np.array([2, 300, 301, 4, 3, 302, 4], dtype="<u2").tofile(tmp_path / "t.bin")  # usr .. eot asst x eot
     np.save(tmp_path / "i.npy", np.array([0], dtype=np.int64))
-    ds = SFTExampleDataset(tmp_path / "t.bin", tmp_path / "i.npy", T=3, eot_id=4, special_ids={"sys": 1, "usr": 2, "asst": 3, "eot": 4})
+    ds = SFTExampleDataset(
+        tmp_path / "t.bin", tmp_path / "i.npy", T=3, eot_id=4, special_ids={"sys": 1, "usr": 2, "asst": 3, "eot": 4}
+    )
     assert len(ds) == 0 and ds.num_excluded == 1
     with pytest.raises(ValueError, match="nothing to sample"):
         ds.get_batch(B=2, generator=torch.Generator().manual_seed(0))
@@ -143,7 +148,8 @@ def test_no_sampleable_example_errors_clearly(tmp_path):
 @pytest.mark.parametrize("truncation", ["head", "tail"])
 def test_writer_drops_exactly_what_the_dataset_would_exclude_at_T_max(tiny_tokenizer, cache, tmp_path, truncation):
     full = open_ds(cache, 16, truncation)
-    meta = build_sft_cache(CHATS, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=16,
-                           truncation=truncation)  # fmt: skip
+    meta = build_sft_cache(
+        CHATS, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=16, truncation=truncation
+    )
     assert meta["num_dropped"]["train"] == full.num_excluded > 0
     assert SFTExampleDataset.from_cache_dir(tmp_path, T=16).num_excluded == 0

@@ -9,14 +9,14 @@ import pytest
 from sft_chats import random_chats
 
 from niels_gpt.cache.cli import main
-from niels_gpt.command_line import run_cli
 from niels_gpt.cache.meta import read_meta
-from niels_gpt.sft.job import build_sft_source
-from niels_gpt.layout import sft_file_names as output_names
 from niels_gpt.chat_template import render_chat_sft
+from niels_gpt.command_line import run_cli
 from niels_gpt.config import prepare_config
 from niels_gpt.data import registry
 from niels_gpt.data.types import ChatMessage, ChatSample
+from niels_gpt.layout import sft_file_names as output_names
+from niels_gpt.sft.job import build_sft_source
 from niels_gpt.splits import val_groups
 
 
@@ -48,7 +48,9 @@ def test_sample_without_group_is_refused(tiny_tokenizer_path, tmp_path, monkeypa
     bad = [ChatSample([ChatMessage("assistant", "x")], "dolly15k", {})]
     monkeypatch.setattr(registry, "sft_input", lambda cfg, source: (iter(bad), {}))
     with pytest.raises(ValueError, match="no 'group'"):
-        build_sft_source(prepare_config({}), "dolly15k", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / "d"))
+        build_sft_source(
+            prepare_config({}), "dolly15k", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / "d")
+        )
 
 
 def test_disabled_source_writes_not_built_meta_and_every_output(tiny_tokenizer_path, tmp_path):
@@ -66,7 +68,17 @@ def test_build_sft_primer_through_the_registry_with_spec(tiny_tokenizer_path, tm
     primer.write_text("".join(json.dumps({"messages": c}) + "\n" for c in random_chats(30, seed=2)))
     spec = json.dumps({"seed": 5, "sources": {"primer": {"jsonl": str(primer), "truncation": "head"}}})
     out = tmp_path / "sft" / "primer"
-    argv = ["build-sft", "--source", "primer", "--tokenizer", tiny_tokenizer_path, "--out-dir", str(out), "--spec", spec]
+    argv = [
+        "build-sft",
+        "--source",
+        "primer",
+        "--tokenizer",
+        tiny_tokenizer_path,
+        "--out-dir",
+        str(out),
+        "--spec",
+        spec,
+    ]
     assert run_cli(main, argv) == 0
     meta = read_meta(str(out / "meta.json"))
     assert meta["seed"] == 5 and meta["truncation"] == "head" and meta["train_examples"] + meta["val_examples"] == 30
@@ -75,8 +87,23 @@ def test_build_sft_primer_through_the_registry_with_spec(tiny_tokenizer_path, tm
 def test_build_sft_primer_flags_reach_the_cache(tiny_tokenizer_path, tmp_path, capsys):
     primer = tmp_path / "p.jsonl"
     primer.write_text("".join(json.dumps({"messages": c}) + "\n" for c in random_chats(40, seed=2)))
-    argv = ["build-sft-primer", "--primer-jsonl", str(primer), "--out-dir", str(tmp_path / "sft"), "--seed", "9",
-            "--val-frac", "0.25", "--t-max", "64", "--tokenizer", tiny_tokenizer_path, "--spec", "{}"]  # fmt: skip
+    argv = [
+        "build-sft-primer",
+        "--primer-jsonl",
+        str(primer),
+        "--out-dir",
+        str(tmp_path / "sft"),
+        "--seed",
+        "9",
+        "--val-frac",
+        "0.25",
+        "--t-max",
+        "64",
+        "--tokenizer",
+        tiny_tokenizer_path,
+        "--spec",
+        "{}",
+    ]
     assert run_cli(main, argv) == 0
     meta = read_meta(str(tmp_path / "sft" / "primer" / "meta.json"))
     assert (meta["seed"], meta["val_frac"], meta["T_max"]) == (9, 0.25, 64)

@@ -70,7 +70,10 @@ def test_build_sources_returns_every_stream_and_writes_cache(inputs):
             assert meta["source"] == source and meta["split"] == split and meta["n_bytes"] == len(data)
     wiki_meta = json.loads(Path(stream_paths(inputs.cache_dir, "wiki", "train")[1]).read_text())
     assert {k: wiki_meta[k] for k in ("n_docs", "total_chars", "sep")} == {
-        "n_docs": 40, "total_chars": sum(map(len, WIKI["train"])), "sep": "\n\n"}
+        "n_docs": 40,
+        "total_chars": sum(map(len, WIKI["train"])),
+        "sep": "\n\n",
+    }
     roam_meta = json.loads(Path(stream_paths(inputs.cache_dir, "roam", "val")[1]).read_text())
     assert [sorted(f) for f in roam_meta["files"]] == [["mtime_ns", "path", "size"]] and roam_meta["sep"] == "\n\n"
     primer_meta = json.loads(Path(stream_paths(inputs.cache_dir, "primer", "train")[1]).read_text())
@@ -230,7 +233,12 @@ def test_roam_stream_reads_only_roam_files(demo, tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "wikitext_lines", lambda cfg: pytest.fail("roam must not load wikitext"))
     cfg = deep_merge(demo, {"sources": {"primer": {"text": str(tmp_path / "missing.txt")}}})
     metas = build_stream_from_config(cfg, "roam", tmp_path)
-    assert sorted(os.listdir(tmp_path)) == ["roam_train.bin", "roam_train.meta.json", "roam_val.bin", "roam_val.meta.json"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "roam_train.bin",
+        "roam_train.meta.json",
+        "roam_val.bin",
+        "roam_val.meta.json",
+    ]
     assert all(f["path"].startswith(demo["sources"]["roam"]["demo_root"]) for f in metas["train"]["files"])
 
 
@@ -254,8 +262,17 @@ def test_cli_build_streams(demo, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # no config.yaml here: built-in defaults + flags
     primer = demo["sources"]["primer"]["text"]
     out = tmp_path / "streams"
-    args = ["build-streams", "--source", "primer", "--out-dir", str(out), "--set", f"sources.primer.text={primer}",
-            "--set", "streams.T=8"]  # fmt: skip
+    args = [
+        "build-streams",
+        "--source",
+        "primer",
+        "--out-dir",
+        str(out),
+        "--set",
+        f"sources.primer.text={primer}",
+        "--set",
+        "streams.T=8",
+    ]
     assert run_cli(main, args + ["--set", "sources.primer.val_frac=0.3", "--set", "seed=1"]) == 0
     assert "primer val:" in capsys.readouterr().err
     meta = json.loads((out / "primer_val.meta.json").read_text())

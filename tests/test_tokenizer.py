@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import tiny_corpus
 
 from niels_gpt.special_tokens import SPECIAL_TOKENS
 from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
-
-from conftest import tiny_corpus
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,9 @@ import json
 import pytest
 
 from niels_gpt.cache.cli import main
-from niels_gpt.tokenizer.job import build_tokenizer
 from niels_gpt.config import prepare_config
 from niels_gpt.tokenizer import SentencePieceTokenizer
-
+from niels_gpt.tokenizer.job import build_tokenizer
 
 SMALL = {"demo": True, "tokenizer": {"vocab_size": 500, "sample_chars": 120_000}}
 
@@ -42,7 +41,6 @@ def test_model_path_is_adopted_not_trained(tmp_path, tiny_tokenizer_path, tiny_t
 
 def test_adopting_a_model_without_the_specials_fails_and_leaves_nothing(tmp_path):
     import sentencepiece as spm
-
     from conftest import tiny_corpus
 
     spm.SentencePieceTrainer.train(
@@ -58,7 +56,10 @@ def test_adopting_a_model_without_the_specials_fails_and_leaves_nothing(tmp_path
 def test_cli_reports_a_missing_model_path_in_one_line(tmp_path, capsys):
     from niels_gpt.command_line import run_cli
 
-    rc = run_cli(main, ["build-tokenizer", "--out-dir", str(tmp_path), "--set", f"tokenizer.model_path={tmp_path / 'nope.model'}"])
+    rc = run_cli(
+        main,
+        ["build-tokenizer", "--out-dir", str(tmp_path), "--set", f"tokenizer.model_path={tmp_path / 'nope.model'}"],
+    )
     assert rc == 1
     err = capsys.readouterr().err
     assert err.startswith("error: tokenizer.model_path") and "Traceback" not in err

@@ -10,9 +10,9 @@ import pytest
 from conftest import tiny_corpus
 from tiny_cache_tree import build_tree, install_tokenizer
 
-from niels_gpt.inspection import scan as token_scan
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
+from niels_gpt.inspection import scan as token_scan
 from niels_gpt.inspection.scan import scan_bytes, scan_tokens
 from niels_gpt.tokenizer import train_sentencepiece
 
@@ -83,7 +83,9 @@ def test_id_outside_vocab_fails_even_quick(tree, capsys, tiny_tokenizer):
     edit_tokens(tree / "sft/y/train_tokens.bin", put)
     rc, out = verify(capsys, tree, "--quick")
     assert rc == 1
-    assert f"train_tokens.bin: token id {tiny_tokenizer.vocab_size:,} >= vocab_size {tiny_tokenizer.vocab_size:,}" in out
+    assert (
+        f"train_tokens.bin: token id {tiny_tokenizer.vocab_size:,} >= vocab_size {tiny_tokenizer.vocab_size:,}" in out
+    )
     assert "first bad id at token 7" in out
 
 
@@ -219,7 +221,7 @@ def test_scan_is_exact_across_chunk_boundaries(tmp_path, monkeypatch, chunk_byte
     is_eot = tokens == eot
     assert s.n_eot == is_eot.sum() == 7
     assert s.n_double_eot == int(is_eot[0]) + int((is_eot[1:] & is_eot[:-1]).sum()) == 4
-    assert (s.id_counts[: 501] == np.bincount(tokens, minlength=501)).all()
+    assert (s.id_counts[:501] == np.bincount(tokens, minlength=501)).all()
     assert scan_tokens(path, eot_id=eot, after_eot=False, hash=False).n_double_eot == 3  # continues a split
     text = "ab✓cd".encode()  # the 3-byte character straddles small chunks
     (tmp_path / "s.bin").write_bytes(text)

@@ -12,14 +12,22 @@ pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 
 @pytest.fixture
 def files(tmp_path):
-    return {s: str(write_parquet(tmp_path / f"{s}.parquet", {"text": rows}))
-            for s, rows in (("train", WIKI_TRAIN), ("validation", WIKI_VAL), ("test", WIKI_TEST))}
+    return {
+        s: str(write_parquet(tmp_path / f"{s}.parquet", {"text": rows}))
+        for s, rows in (("train", WIKI_TRAIN), ("validation", WIKI_VAL), ("test", WIKI_TEST))
+    }
 
 
 def test_lines_drop_empty_rows_and_the_trailing_newline(files):
     lines = [s.text for s in iter_wikitext(data_files=files)]
-    assert lines == [" = Alpha River = ", " The Alpha River runs north . ", " = = Course = = ",
-                     " It passes a stone bridge . ", " = Beta Stone = ", " Beta is a stone . "]
+    assert lines == [
+        " = Alpha River = ",
+        " The Alpha River runs north . ",
+        " = = Course = = ",
+        " It passes a stone bridge . ",
+        " = Beta Stone = ",
+        " Beta is a stone . ",
+    ]
     assert [s.text for s in iter_wikitext(data_files=files, take=2)] == lines[:2]
 
 
@@ -33,14 +41,25 @@ def test_load_wikitext_maps_validation_to_val(files):
 def test_articles_start_at_top_level_headings(files):
     arts = list(iter_wikitext_articles(data_files=files))
     assert [a.meta["title"] for a in arts] == ["Alpha River", "Beta Stone"]
-    assert arts[0].text == " = Alpha River = \n The Alpha River runs north . \n = = Course = = \n It passes a stone bridge . "
+    assert (
+        arts[0].text
+        == " = Alpha River = \n The Alpha River runs north . \n = = Course = = \n It passes a stone bridge . "
+    )
     assert arts[1].text == " = Beta Stone = \n Beta is a stone . "
     assert [a.text for a in iter_wikitext_articles(data_files=files, take=1)] == [arts[0].text]
 
 
-@pytest.mark.parametrize("line,expected", [
-    (" = Valkyria Chronicles III = ", True), ("= A =", True), (" = = Gameplay = = ", False),
-    (" = = = Deep = = = ", False), (" 2 = 2 ", False), (" = ", False), ("a = b =", False),
-])
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        (" = Valkyria Chronicles III = ", True),
+        ("= A =", True),
+        (" = = Gameplay = = ", False),
+        (" = = = Deep = = = ", False),
+        (" 2 = 2 ", False),
+        (" = ", False),
+        ("a = b =", False),
+    ],
+)
 def test_heading_rule(line, expected):
     assert is_article_heading(line) is expected

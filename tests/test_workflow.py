@@ -170,14 +170,19 @@ def test_one_target_plans_only_what_it_needs(tmp_path):
     fresh = make_workdir(tmp_path / "fresh")
     out = snakemake(fresh, "-n", "cache/sft/primer/meta.json").stdout
     table = out.split("Job stats:")[1].split("Reasons:")[0]
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"}
+    jobs = {
+        m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"
+    }
     assert jobs == {"tokenizer": 1, "sft": 1}
 
 
 def test_config_typo_stops_before_anything_runs(tmp_path):
     fresh = make_workdir(tmp_path / "typo")
     proc = subprocess.run(
-        [*SNAKEMAKE, "-n", "cache/all", "--config", "tokenzier={vocab_size: 10}"], cwd=fresh, capture_output=True, text=True
+        [*SNAKEMAKE, "-n", "cache/all", "--config", "tokenzier={vocab_size: 10}"],
+        cwd=fresh,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode != 0
     assert "unknown key 'tokenzier' (did you mean 'tokenizer'?)" in proc.stdout + proc.stderr
@@ -194,7 +199,9 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     fresh = make_workdir(tmp_path / "parts")
     out = snakemake(fresh, "-n", "cache/all", "--config", "pretrain={num_parts: 2}").stdout
     table = out.split("Job stats:")[1].split("Reasons:")[0]
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"}
+    jobs = {
+        m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M) if m.group(1) != "total"
+    }
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (4, 2, 2)  # SMALL enables gutenberg
     parts = set(re.findall(r"wildcards: source=(\w+), part=(part_\d+)", out))
     assert parts == {(s, p) for s in ("fineweb_edu", "gutenberg") for p in ("part_000", "part_001")}

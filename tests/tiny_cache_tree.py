@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import tiny_corpus
 from sft_chats import random_chats
 
-from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.cache.meta import write_meta
+from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.pretrain.writer import build_pretrain_cache, write_not_built_meta
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.streams import write_stream
@@ -29,10 +29,17 @@ def install_tokenizer(root: Path, model_path: str, tokenizer) -> None:
     """Copy a model to {root}/tokenizer/spm.model with the meta.json fields tokenizer_job writes."""
     (root / "tokenizer").mkdir(parents=True, exist_ok=True)
     shutil.copy(model_path, root / "tokenizer" / "spm.model")
-    write_meta(str(root / "tokenizer" / "meta.json"), {
-        "kind": "tokenizer", "format_version": FORMAT_VERSION, "model_file": "spm.model", "sha256": tokenizer.sha256,
-        "vocab_size": tokenizer.vocab_size, "special_token_ids": tokenizer.special_ids,
-    })  # fmt: skip
+    write_meta(
+        str(root / "tokenizer" / "meta.json"),
+        {
+            "kind": "tokenizer",
+            "format_version": FORMAT_VERSION,
+            "model_file": "spm.model",
+            "sha256": tokenizer.sha256,
+            "vocab_size": tokenizer.vocab_size,
+            "special_token_ids": tokenizer.special_ids,
+        },
+    )
 
 
 def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
@@ -40,14 +47,27 @@ def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
     root = tmp_path / "cache"
     install_tokenizer(root, model_path, tokenizer)
     build_pretrain_cache(
-        iter(PRETRAIN_DOCS), str(root / "pretrain" / "x"), tokenizer=tokenizer, max_train_tokens=2500,
-        max_val_tokens=None, shard_bytes=2000, seed=0, shuffle_buffer=None, val_doc_prob=0.2, num_threads=1,
-    )  # fmt: skip
-    write_not_built_meta(str(root / "pretrain" / "off"), reason="sources.off.enabled is false", dataset_name="off",
-                         dataset_config=None, seed=0, shard_bytes=2000)  # fmt: skip
+        iter(PRETRAIN_DOCS),
+        str(root / "pretrain" / "x"),
+        tokenizer=tokenizer,
+        max_train_tokens=2500,
+        max_val_tokens=None,
+        shard_bytes=2000,
+        seed=0,
+        shuffle_buffer=None,
+        val_doc_prob=0.2,
+        num_threads=1,
+    )
+    write_not_built_meta(
+        str(root / "pretrain" / "off"),
+        reason="sources.off.enabled is false",
+        dataset_name="off",
+        dataset_config=None,
+        seed=0,
+        shard_bytes=2000,
+    )
     chats = [KNOWN_CHAT] + random_chats(30, seed=5)
-    build_sft_cache(chats, str(root / "sft" / "y"), tokenizer=tokenizer, val_frac=0.2, seed=0, t_max=64,
-                    source="y")  # fmt: skip
+    build_sft_cache(chats, str(root / "sft" / "y"), tokenizer=tokenizer, val_frac=0.2, seed=0, t_max=64, source="y")
     half = len(STREAM_TEXT) // 2
     for split, text in (("train", STREAM_TEXT[:half]), ("val", STREAM_TEXT[half:])):
         write_stream(root / "streams", "wiki", split, text.encode("utf-8"), {"source": "wiki", "split": split})

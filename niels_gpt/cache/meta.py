@@ -44,7 +44,6 @@ def read_meta(path: str) -> dict:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
 
 
-
 def check_required(meta: dict[str, Any], required: tuple[str, ...], *, path: str = "meta.json") -> None:
     missing = [k for k in required if k not in meta]
     if missing:

@@ -20,13 +20,18 @@ INSPECT_DOC = "decoded samples: pretrain windows, SFT examples with the loss-act
 
 
 def _path_arg(p, what: str) -> None:
-    p.add_argument("path", nargs="?", default=None, metavar="PATH",
-                   help=f"{what} (default: cache_dir of config.yaml, i.e. cache)")  # fmt: skip
+    p.add_argument(
+        "path", nargs="?", default=None, metavar="PATH", help=f"{what} (default: cache_dir of config.yaml, i.e. cache)"
+    )
 
 
 def _tokenizer_arg(p) -> None:
-    p.add_argument("--tokenizer", default=None, metavar="MODEL",
-                   help="tokenizer model the caches must match (default: {cache}/tokenizer/spm.model)")  # fmt: skip
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="MODEL",
+        help="tokenizer model the caches must match (default: {cache}/tokenizer/spm.model)",
+    )
 
 
 def _default_path(args) -> str:
@@ -48,7 +53,9 @@ def _bytes_bar(desc: str):
 def register(sub) -> None:
     p = sub.add_parser("verify", help=VERIFY_DOC, description=VERIFY_DOC + ". " + (__doc__ or "").split("\n\n")[-1])
     _path_arg(p, "cache root, a family folder (pretrain/, sft/, streams/) or one artifact")
-    p.add_argument("--quick", action="store_true", help="skip sha256 hashing (sizes, ids, offsets and counts are still checked)")
+    p.add_argument(
+        "--quick", action="store_true", help="skip sha256 hashing (sizes, ids, offsets and counts are still checked)"
+    )
     _tokenizer_arg(p)
     p.set_defaults(func=run_verify)
 
@@ -58,16 +65,25 @@ def register(sub) -> None:
     p.set_defaults(func=run_info)
 
     p = sub.add_parser("inspect", help=INSPECT_DOC, description=INSPECT_DOC)
-    p.add_argument("path", metavar="PATH", help="one artifact: cache/pretrain/wikitext[/val], cache/sft/primer, "
-                   "cache/streams/wiki_train.bin, ...")  # fmt: skip
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="one artifact: cache/pretrain/wikitext[/val], cache/sft/primer, cache/streams/wiki_train.bin, ...",
+    )
     p.add_argument("--n", type=int, default=3, help="samples to show (default: 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the torch.Generator that picks them (default: 0)")
     p.add_argument("--split", choices=("train", "val"), default=None, help="split to sample (default: train)")
     p.add_argument("--example", type=int, default=None, help="SFT: show this example index instead of random ones")
     p.add_argument("--tokens", type=int, default=128, help="pretrain window length in tokens (default: 128)")
-    p.add_argument("--bytes", dest="n_bytes", type=int, default=400, help="stream window length in bytes (default: 400)")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                   help="SFT: loss-active text in green instead of [[...]] (auto: when stdout is a terminal)")  # fmt: skip
+    p.add_argument(
+        "--bytes", dest="n_bytes", type=int, default=400, help="stream window length in bytes (default: 400)"
+    )
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="SFT: loss-active text in green instead of [[...]] (auto: when stdout is a terminal)",
+    )
     _tokenizer_arg(p)
     p.set_defaults(func=run_inspect)
 
@@ -94,8 +110,10 @@ def run_verify(args) -> int:
         print(f"warn: stray temporary file {tmp} (left by a running or killed build; delete it if no build is running)")
     n = {s: sum(c.status == s for c in checks) for s in ("ok", "FAIL", "skipped")}
     hashed = "sha256 not checked (--quick)" if args.quick else "sha256 of every file checked"
-    print(f"verify {path}: {n['ok']} ok, {n['FAIL']} failed, {n['skipped']} skipped (not built), "
-          f"{len(stray)} stray .tmp file{'s' if len(stray) != 1 else ''}; {hashed}")  # fmt: skip
+    print(
+        f"verify {path}: {n['ok']} ok, {n['FAIL']} failed, {n['skipped']} skipped (not built), "
+        f"{len(stray)} stray .tmp file{'s' if len(stray) != 1 else ''}; {hashed}"
+    )
     return 1 if n["FAIL"] else 0
 
 
@@ -112,6 +130,17 @@ def run_inspect(args) -> int:
     from niels_gpt.inspection.samples import inspect_cache
 
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    print(inspect_cache(args.path, n=args.n, seed=args.seed, split=args.split, tokenizer_path=args.tokenizer,
-                        tokens=args.tokens, n_bytes=args.n_bytes, example=args.example, color=color))  # fmt: skip
+    print(
+        inspect_cache(
+            args.path,
+            n=args.n,
+            seed=args.seed,
+            split=args.split,
+            tokenizer_path=args.tokenizer,
+            tokens=args.tokens,
+            n_bytes=args.n_bytes,
+            example=args.example,
+            color=color,
+        )
+    )
     return 0

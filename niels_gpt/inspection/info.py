@@ -26,6 +26,7 @@ from niels_gpt.inspection.scan import example_blocks, example_lengths, scan_toke
 from niels_gpt.inspection.tree import Artifact, default_tokenizer_path, find_artifacts
 from niels_gpt.layout import SPLITS, TOKENIZER_MODEL, sft_offsets_name, sft_tokens_name
 from niels_gpt.token_files import list_shards, open_tokens, token_count
+
 COVERAGE_SAMPLE_TOKENS = 1 << 24  # 16.8M ids counted for coverage: well past saturation for a 16k vocab
 SHA_SHOWN = 8  # hex digits of a tokenizer sha256 in the table
 
@@ -64,17 +65,41 @@ def _pretrain(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
         frac = min(1.0, COVERAGE_SAMPLE_TOKENS / total) if total and vocab else 0.0
         counts, after_eot, last, n_eot, n_empty, sampled = None, True, None, 0, 0, 0
         for p in shards:
-            s = scan_tokens(p, hash=False, vocab_size=vocab, eot_id=eot, after_eot=after_eot, sample_frac=frac,
-                            id_counts=counts, on_bytes=on_bytes)  # fmt: skip
-            counts, n_eot, n_empty, sampled = s.id_counts, n_eot + s.n_eot, n_empty + s.n_double_eot, sampled + s.n_sampled
+            s = scan_tokens(
+                p,
+                hash=False,
+                vocab_size=vocab,
+                eot_id=eot,
+                after_eot=after_eot,
+                sample_frac=frac,
+                id_counts=counts,
+                on_bytes=on_bytes,
+            )
+            counts, n_eot, n_empty, sampled = (
+                s.id_counts,
+                n_eot + s.n_eot,
+                n_empty + s.n_double_eot,
+                sampled + s.n_sampled,
+            )
             if s.last_token is not None:
                 last, after_eot = s.last_token, s.last_token == eot
         docs = n_eot + int(last is not None and last != eot)
         extra = {"documents": docs, "empty": n_empty, "mean_len": total / docs if docs else None}
         if counts is not None and vocab:
             extra.update(coverage=float(np.count_nonzero(counts[:vocab])) / vocab, sampled=sampled, total=total)
-        rows.append(SplitInfo(art.name, "pretrain", split, tokens=total, units=docs, n_bytes=total * 2,
-                              files=len(shards), tokenizer_sha=meta.get("tokenizer_sha256"), extra=extra))  # fmt: skip
+        rows.append(
+            SplitInfo(
+                art.name,
+                "pretrain",
+                split,
+                tokens=total,
+                units=docs,
+                n_bytes=total * 2,
+                files=len(shards),
+                tokenizer_sha=meta.get("tokenizer_sha256"),
+                extra=extra,
+            )
+        )
     return rows
 
 
@@ -86,8 +111,10 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
         tokens = open_tokens(tok_path)
         offsets = np.load(idx_path, mmap_mode="r", allow_pickle=False)
         lengths = example_lengths(offsets, len(tokens))
-        labels = sum(int(loss_mask_from_tokens(tokens[lo:hi], special, example_starts=st).sum())
-                     for lo, hi, st in example_blocks(offsets, len(tokens)))  # fmt: skip
+        labels = sum(
+            int(loss_mask_from_tokens(tokens[lo:hi], special, example_starts=st).sum())
+            for lo, hi, st in example_blocks(offsets, len(tokens))
+        )
         if on_bytes is not None:
             on_bytes(tok_path.stat().st_size)
         extra = {
@@ -98,15 +125,27 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
             "t_max": t_max,
             "truncation": meta.get("truncation"),
         }
-        rows.append(SplitInfo(art.name, "sft", split, tokens=len(tokens), units=len(offsets), files=2,
-                              n_bytes=tok_path.stat().st_size + idx_path.stat().st_size,
-                              tokenizer_sha=meta.get("tokenizer_sha256"), extra=extra))  # fmt: skip
+        rows.append(
+            SplitInfo(
+                art.name,
+                "sft",
+                split,
+                tokens=len(tokens),
+                units=len(offsets),
+                files=2,
+                n_bytes=tok_path.stat().st_size + idx_path.stat().st_size,
+                tokenizer_sha=meta.get("tokenizer_sha256"),
+                extra=extra,
+            )
+        )
     return rows
 
 
 def _stream(art: Artifact, meta: dict) -> list[SplitInfo]:
     units = meta.get("n_docs", len(meta["files"]) if isinstance(meta.get("files"), list) else None)
-    return [SplitInfo(art.name, "stream", meta.get("split", "?"), units=units, files=1, n_bytes=art.path.stat().st_size)]
+    return [
+        SplitInfo(art.name, "stream", meta.get("split", "?"), units=units, files=1, n_bytes=art.path.stat().st_size)
+    ]
 
 
 def artifact_info(art: Artifact, on_bytes=None) -> list[SplitInfo]:
@@ -114,12 +153,29 @@ def artifact_info(art: Artifact, on_bytes=None) -> list[SplitInfo]:
     try:
         meta = art.read_meta()
         if meta.get("built") is False:
-            return [SplitInfo(art.name, art.kind, "-", built="no", tokenizer_sha=meta.get("tokenizer_sha256"),
-                              note=f"not built: {meta.get('reason', 'no reason recorded')}")]  # fmt: skip
+            return [
+                SplitInfo(
+                    art.name,
+                    art.kind,
+                    "-",
+                    built="no",
+                    tokenizer_sha=meta.get("tokenizer_sha256"),
+                    note=f"not built: {meta.get('reason', 'no reason recorded')}",
+                )
+            ]
         if art.kind == "tokenizer":
             model = art.path / meta.get("model_file", TOKENIZER_MODEL)
-            return [SplitInfo(art.name, "tokenizer", "-", units=meta.get("vocab_size"), n_bytes=model.stat().st_size,
-                              files=1, tokenizer_sha=meta.get("sha256"))]  # fmt: skip
+            return [
+                SplitInfo(
+                    art.name,
+                    "tokenizer",
+                    "-",
+                    units=meta.get("vocab_size"),
+                    n_bytes=model.stat().st_size,
+                    files=1,
+                    tokenizer_sha=meta.get("sha256"),
+                )
+            ]
         if art.kind == "stream":
             return _stream(art, meta)
         return (_pretrain if art.kind == "pretrain" else _sft)(art, meta, on_bytes)
@@ -127,7 +183,9 @@ def artifact_info(art: Artifact, on_bytes=None) -> list[SplitInfo]:
         return [SplitInfo(art.name, art.kind, "-", built="?", note=f"unreadable: {e}; run verify")]
 
 
-def collect_info(path: str | os.PathLike, *, tokenizer_path=None, on_bytes=None) -> tuple[list[SplitInfo], str | None, Path | None]:
+def collect_info(
+    path: str | os.PathLike, *, tokenizer_path=None, on_bytes=None
+) -> tuple[list[SplitInfo], str | None, Path | None]:
     """(rows, sha256 of the tokenizer in use or None, its path)."""
     selection = find_artifacts(path)
     tok_path = Path(tokenizer_path) if tokenizer_path else default_tokenizer_path(selection)
@@ -141,7 +199,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     left = {0, 1}  # artifact and split columns read left to right; figures align right
 
     def line(cells):
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
@@ -164,8 +224,19 @@ def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | Non
     units = {"pretrain": "docs", "sft": "examples", "stream": "docs", "tokenizer": "ids"}
     out = _table(
         ["artifact", "split", "built", "tokens", "docs/examples", "bytes", "files", "tokenizer"],
-        [[r.artifact, r.split, r.built, _n(r.tokens), f"{_n(r.units)} {units[r.kind]}" if r.units is not None else "-",
-          human_bytes(r.n_bytes), str(r.files), sha(r)] for r in rows],  # fmt: skip
+        [
+            [
+                r.artifact,
+                r.split,
+                r.built,
+                _n(r.tokens),
+                f"{_n(r.units)} {units[r.kind]}" if r.units is not None else "-",
+                human_bytes(r.n_bytes),
+                str(r.files),
+                sha(r),
+            ]
+            for r in rows
+        ],
     )
     out += [f"{r.artifact}: {r.note}" for r in rows if r.note]
     if current:
@@ -174,17 +245,37 @@ def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | Non
     if pre:
         out += ["", "pretrain"] + _table(
             ["artifact", "split", "documents", "empty docs (double eot)", "mean doc len", "vocab coverage"],
-            [[r.artifact, r.split, _n(r.extra["documents"]), _n(r.extra["empty"]),
-              "-" if r.extra["mean_len"] is None else f"{r.extra['mean_len']:,.1f}",
-              _pct(r.extra.get("coverage")) + ("" if r.extra.get("sampled", 0) >= r.extra.get("total", 0)
-                                              else f" (sample of {r.extra['sampled']:,})")] for r in pre],  # fmt: skip
+            [
+                [
+                    r.artifact,
+                    r.split,
+                    _n(r.extra["documents"]),
+                    _n(r.extra["empty"]),
+                    "-" if r.extra["mean_len"] is None else f"{r.extra['mean_len']:,.1f}",
+                    _pct(r.extra.get("coverage"))
+                    + (
+                        ""
+                        if r.extra.get("sampled", 0) >= r.extra.get("total", 0)
+                        else f" (sample of {r.extra['sampled']:,})"
+                    ),
+                ]
+                for r in pre
+            ],
         )
     sft = [r for r in rows if r.kind == "sft" and "labels" in r.extra]
     if sft:
         out += ["", "sft"] + _table(
             ["artifact", "split", "examples", "label tokens", "longest", "> T_max+1 (cut)"],
-            [[r.artifact, r.split, _n(r.units), f"{_n(r.extra['labels'])} ({_pct(r.extra['label_share'])})",
-              _n(r.extra["longest"]), f"{_n(r.extra['over'])} (T_max {_n(r.extra['t_max'])}, {r.extra['truncation']})"]
-             for r in sft],  # fmt: skip
+            [
+                [
+                    r.artifact,
+                    r.split,
+                    _n(r.units),
+                    f"{_n(r.extra['labels'])} ({_pct(r.extra['label_share'])})",
+                    _n(r.extra["longest"]),
+                    f"{_n(r.extra['over'])} (T_max {_n(r.extra['t_max'])}, {r.extra['truncation']})",
+                ]
+                for r in sft
+            ],
         )
     return "\n".join(out)

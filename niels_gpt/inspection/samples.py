@@ -7,8 +7,9 @@
   `[[`...`]]`, or shown green on a terminal; a header says how the dataset cuts an example longer
   than T_max+1;
 - stream: `n` random windows of `n_bytes` bytes, decoded as UTF-8 (errors='replace').
-Special ids are shown by their short names (`<|sys|>`, `<|usr|>`, `<|asst|>`, `<|eot|>`) rather than the 45-character literals `decode_with_specials` prints, so a message that merely
-quotes a literal special string (ordinary pieces, never a control token) still shows it literally.
+Special ids are shown by their short names (`<|sys|>`, `<|usr|>`, `<|asst|>`, `<|eot|>`) rather than
+the 45-character literals `decode_with_specials` prints, so a message that merely quotes a literal
+special string (ordinary pieces, never a control token) still shows it literally.
 Draws come from `torch.Generator().manual_seed(seed)`: the same seed shows the same samples.
 """
 
@@ -24,6 +25,7 @@ from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.inspection.tree import Artifact, default_tokenizer_path, find_artifacts
 from niels_gpt.layout import SPLITS, sft_offsets_name, sft_tokens_name
 from niels_gpt.token_files import list_shards, open_tokens
+
 ACTIVE_OPEN, ACTIVE_CLOSE = "[[", "]]"
 ANSI_OPEN, ANSI_CLOSE = "\033[32m", "\033[0m"  # green: loss-active text on a terminal
 DEFAULT_TOKENS = 128  # pretrain window: a few sentences
@@ -78,16 +80,23 @@ def inspect_pretrain(art: Artifact, split: str, tokenizer, *, n: int, seed: int,
     ends = np.cumsum([len(m) for m in maps])
     if not len(maps) or ends[-1] == 0:
         raise ValueError(f"{art.path / split}: this split holds no tokens; nothing to inspect")
-    out = [f"{art.name} {split}: {int(ends[-1]):,} tokens in {_plural(len(maps), 'shard')}; {_plural(n, 'random window')} of {tokens:,} tokens"]
+    total = f"{int(ends[-1]):,} tokens in {_plural(len(maps), 'shard')}"
+    out = [f"{art.name} {split}: {total}; {_plural(n, 'random window')} of {tokens:,} tokens"]
     for k, pos in enumerate(_randint(int(ends[-1]), n, _generator(seed)), 1):
         s = int(np.searchsorted(ends, pos, side="right"))
         off = pos - (int(ends[s - 1]) if s else 0)
         ids = maps[s][off : off + tokens]
-        out += ["", f"--- [{k}] {split}/{shards[s].name} tokens {off:,}..{off + len(ids):,}", decode_named(tokenizer, ids)]
+        out += [
+            "",
+            f"--- [{k}] {split}/{shards[s].name} tokens {off:,}..{off + len(ids):,}",
+            decode_named(tokenizer, ids),
+        ]
     return out
 
 
-def inspect_sft(art: Artifact, split: str, tokenizer, *, n: int, seed: int, example: int | None, color: bool) -> list[str]:
+def inspect_sft(
+    art: Artifact, split: str, tokenizer, *, n: int, seed: int, example: int | None, color: bool
+) -> list[str]:
     meta = read_meta(str(art.meta_path))
     special = meta.get("special_token_ids") or tokenizer.special_ids
     tokens = open_tokens(art.path / sft_tokens_name(split))
@@ -108,7 +117,8 @@ def inspect_sft(art: Artifact, split: str, tokenizer, *, n: int, seed: int, exam
         mask = loss_mask_from_tokens(ids, special, example_starts=[0])
         head = f"--- [{k}] example {i:,} of {count:,}: {len(ids):,} tokens, {int(mask.sum()):,} loss-active"
         if t_max and len(ids) > t_max + 1:
-            head += f"; longer than T_max+1 = {t_max + 1:,}: the dataset keeps the {'first' if trunc == 'head' else 'last'} {t_max + 1:,} ({trunc})"
+            end = "first" if trunc == "head" else "last"
+            head += f"; longer than T_max+1 = {t_max + 1:,}: the dataset keeps the {end} {t_max + 1:,} ({trunc})"
         out += ["", head, render_example(tokenizer, ids, mask, color=color)]
     return out
 
@@ -126,9 +136,18 @@ def inspect_stream(art: Artifact, *, n: int, seed: int, n_bytes: int) -> list[st
     return out
 
 
-def inspect_cache(path: str | os.PathLike, *, n: int = 3, seed: int = 0, split: str | None = None, tokenizer_path=None,
-                  tokens: int = DEFAULT_TOKENS, n_bytes: int = DEFAULT_BYTES, example: int | None = None,
-                  color: bool = False) -> str:  # fmt: skip
+def inspect_cache(
+    path: str | os.PathLike,
+    *,
+    n: int = 3,
+    seed: int = 0,
+    split: str | None = None,
+    tokenizer_path=None,
+    tokens: int = DEFAULT_TOKENS,
+    n_bytes: int = DEFAULT_BYTES,
+    example: int | None = None,
+    color: bool = False,
+) -> str:
     """Decoded samples of the one artifact `path` names (see the module docstring)."""
     if n < 1 or tokens < 1 or n_bytes < 1:
         raise ValueError(f"--n, --tokens and --bytes must be >= 1, got {n}, {tokens}, {n_bytes}")
@@ -152,8 +171,9 @@ def inspect_cache(path: str | os.PathLike, *, n: int = 3, seed: int = 0, split: 
     tokenizer = load_inspect_tokenizer(tokenizer_path, selection)
     if meta.get("tokenizer_sha256") != tokenizer.sha256:
         raise ValueError(
-            f"{art.path} was built with tokenizer sha256 {meta.get('tokenizer_sha256')}, but {tokenizer.model_path} has "
-            f"sha256 {tokenizer.sha256}; its ids would decode to the wrong text - pass --tokenizer <the model it was built with>"
+            f"{art.path} was built with tokenizer sha256 {meta.get('tokenizer_sha256')}, but {tokenizer.model_path} "
+            f"has sha256 {tokenizer.sha256}; its ids would decode to the wrong text - "
+            "pass --tokenizer <the model it was built with>"
         )
     if art.kind == "pretrain":
         return "\n".join(inspect_pretrain(art, split, tokenizer, n=n, seed=seed, tokens=tokens))
@@ -165,5 +185,7 @@ def load_inspect_tokenizer(tokenizer_path, selection):
 
     path = Path(tokenizer_path) if tokenizer_path else default_tokenizer_path(selection)
     if path is None:
-        raise ValueError("the path is outside a cache tree, so there is no {cache}/tokenizer/spm.model; pass --tokenizer")
+        raise ValueError(
+            "the path is outside a cache tree, so there is no {cache}/tokenizer/spm.model; pass --tokenizer"
+        )
     return SentencePieceTokenizer(path)

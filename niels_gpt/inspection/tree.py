@@ -20,7 +20,15 @@ from pathlib import Path
 
 from niels_gpt.atomic import TMP_SUFFIX
 from niels_gpt.cache.meta import read_meta
-from niels_gpt.layout import META, SPLITS, STREAM_META_SUFFIX, TOKENIZER_MODEL, sft_offsets_name, sft_tokens_name, tokenizer_model
+from niels_gpt.layout import (
+    META,
+    SPLITS,
+    STREAM_META_SUFFIX,
+    TOKENIZER_MODEL,
+    sft_offsets_name,
+    sft_tokens_name,
+    tokenizer_model,
+)
 
 FAMILIES = ("tokenizer", "pretrain", "sft", "streams")
 BUILD_HINT = "build it with `snakemake -j4 cache/all` (add `--config demo=true` for the offline sample data)"
@@ -59,7 +67,9 @@ def source_artifact(kind: str, folder: Path) -> Artifact:
 
 
 def stream_artifact(streams_dir: Path, stem: str) -> Artifact:
-    return Artifact("stream", f"streams/{stem}", streams_dir / f"{stem}.bin", streams_dir / f"{stem}{STREAM_META_SUFFIX}")
+    return Artifact(
+        "stream", f"streams/{stem}", streams_dir / f"{stem}.bin", streams_dir / f"{stem}{STREAM_META_SUFFIX}"
+    )
 
 
 def stream_stems(streams_dir: Path) -> list[str]:
@@ -126,7 +136,9 @@ def _select_file(p: Path) -> Selection:
         return Selection(p.parent.parent, [tokenizer_artifact(p.parent.parent)])
     if p.name == META:
         return find_artifacts(p.parent)
-    raise ValueError(f"{p}: not a cache file (expected a stream .bin/.meta.json, a shard_*.bin, {{split}}_tokens.bin or meta.json)")
+    raise ValueError(
+        f"{p}: not a cache file (expected a stream .bin/.meta.json, a shard_*.bin, {{split}}_tokens.bin or meta.json)"
+    )
 
 
 def find_artifacts(path: str | os.PathLike) -> Selection:

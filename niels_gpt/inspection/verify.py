@@ -29,8 +29,16 @@ from niels_gpt.chat_template import ROLE_NAMES, loss_mask_from_tokens
 from niels_gpt.hashing import sha256_file
 from niels_gpt.inspection.scan import example_blocks, scan_bytes, scan_tokens
 from niels_gpt.inspection.tree import Artifact, Selection, default_tokenizer_path, find_artifacts, stray_tmp_files
-from niels_gpt.layout import FORMAT_VERSION, SPLITS, STREAM_FORMAT_VERSION, TOKENIZER_MODEL, sft_offsets_name, sft_tokens_name
+from niels_gpt.layout import (
+    FORMAT_VERSION,
+    SPLITS,
+    STREAM_FORMAT_VERSION,
+    TOKENIZER_MODEL,
+    sft_offsets_name,
+    sft_tokens_name,
+)
 from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, list_shards, open_tokens
+
 SHORT_SHA = 12  # hex digits shown for a file hash mismatch (both sides); tokenizer mismatches show all 64
 REBUILD = "rebuild it (snakemake -j4 cache/all)"
 
@@ -75,18 +83,25 @@ def _tokenizer_matches(meta: dict, ctx: Context, problems: list[str]) -> int | N
     if meta.get("vocab_size") != tok.vocab_size:
         problems.append(f"vocab_size {meta.get('vocab_size')} in meta.json, the tokenizer has {tok.vocab_size}")
     if meta.get("special_token_ids") != tok.special_ids:
-        problems.append(f"special_token_ids {meta.get('special_token_ids')} in meta.json, the tokenizer has {tok.special_ids}")
+        problems.append(
+            f"special_token_ids {meta.get('special_token_ids')} in meta.json, the tokenizer has {tok.special_ids}"
+        )
     return tok.vocab_size
 
 
 def _ids_in_vocab(where: str, scan, vocab: int | None, problems: list[str]) -> None:
     if vocab is not None and scan.first_out_of_vocab is not None:
-        problems.append(f"{where}: token id {scan.max_id:,} >= vocab_size {vocab:,} (first bad id at token {scan.first_out_of_vocab:,})")
+        problems.append(
+            f"{where}: token id {scan.max_id:,} >= vocab_size {vocab:,} "
+            f"(first bad id at token {scan.first_out_of_vocab:,})"
+        )
 
 
 def _hash_matches(where: str, got: str | None, want: str | None, problems: list[str]) -> None:
     if got is not None and got != want:
-        problems.append(f"{where}: sha256 {_short(got)}... does not match meta.json's {_short(want)}... (changed after the build)")
+        problems.append(
+            f"{where}: sha256 {_short(got)}... does not match meta.json's {_short(want)}... (changed after the build)"
+        )
 
 
 def _even_size(path: Path, where: str, problems: list[str]) -> int | None:
@@ -119,8 +134,10 @@ def verify_tokenizer(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
             c.problems.append(str(e))
             return
     if tok.vocab_size != meta.get("vocab_size") or tok.special_ids != meta.get("special_token_ids"):
-        c.problems.append(f"{model.name}: {tok.vocab_size:,} ids, specials {tok.special_ids}; meta.json says "
-                          f"{meta.get('vocab_size')}, {meta.get('special_token_ids')}")  # fmt: skip
+        c.problems.append(
+            f"{model.name}: {tok.vocab_size:,} ids, specials {tok.special_ids}; meta.json says "
+            f"{meta.get('vocab_size')}, {meta.get('special_token_ids')}"
+        )
     c.detail = f"{tok.vocab_size:,} ids, sha256 {_short(sha)}"
 
 
@@ -145,8 +162,14 @@ def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
                 continue
             if n != s.get("tokens"):
                 c.problems.append(f"{where}: {n:,} tokens, meta.json says {s.get('tokens')}")
-            scan = scan_tokens(art.path / split / s["file"], hash=not ctx.quick, vocab_size=vocab, eot_id=eot,
-                               after_eot=after_eot, on_bytes=ctx.on_bytes)  # fmt: skip
+            scan = scan_tokens(
+                art.path / split / s["file"],
+                hash=not ctx.quick,
+                vocab_size=vocab,
+                eot_id=eot,
+                after_eot=after_eot,
+                on_bytes=ctx.on_bytes,
+            )
             _hash_matches(where, scan.sha256, s.get("sha256"), c.problems)
             _ids_in_vocab(where, scan, vocab, c.problems)
             n_split += n
@@ -155,11 +178,16 @@ def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
                 last, after_eot = scan.last_token, scan.last_token == eot
         listed_total = sum(s.get("tokens") or 0 for s in listed)
         if meta.get(f"{split}_tokens") != listed_total:
-            c.problems.append(f"{split}: meta.json {split}_tokens={meta.get(f'{split}_tokens')} but its shards list {listed_total:,}")
+            c.problems.append(
+                f"{split}: meta.json {split}_tokens={meta.get(f'{split}_tokens')} but its shards list {listed_total:,}"
+            )
         if len(c.problems) == problems_before and f"{split}_documents" in meta:
             docs = n_eot + int(last is not None and last != eot)  # a budget-cut last document has no eot
             if docs != meta[f"{split}_documents"]:
-                c.problems.append(f"{split}: {docs:,} documents in the shards (eot ids), meta.json says {meta[f'{split}_documents']:,}")
+                c.problems.append(
+                    f"{split}: {docs:,} documents in the shards (eot ids), "
+                    f"meta.json says {meta[f'{split}_documents']:,}"
+                )
         totals.append(f"{split} {n_split:,} tokens in {len(listed)} shard{'s' if len(listed) != 1 else ''}")
     c.detail = ", ".join(totals)
 
@@ -181,8 +209,10 @@ def _check_offsets(where: str, offsets, n_tok: int, n_examples, problems: list[s
     bad = np.flatnonzero(np.diff(offsets) <= 0)
     if len(bad):
         i = int(bad[0])
-        problems.append(f"{where}: offsets not strictly increasing ({len(bad):,} times; first at example {i + 1:,}: "
-                        f"{int(offsets[i]):,} then {int(offsets[i + 1]):,})")  # fmt: skip
+        problems.append(
+            f"{where}: offsets not strictly increasing ({len(bad):,} times; first at example {i + 1:,}: "
+            f"{int(offsets[i]):,} then {int(offsets[i + 1]):,})"
+        )
         ok = False
     if offsets[-1] >= n_tok:
         problems.append(f"{where}: last offset {int(offsets[-1]):,} is not below the {n_tok:,} tokens of the file")
@@ -225,13 +255,20 @@ def _sft_split(art: Artifact, meta: dict, split: str, vocab, ctx: Context, probl
     not_role = np.flatnonzero(~np.isin(tokens[np.asarray(offsets)], roles))
     if len(not_role):
         i = int(not_role[0])
-        problems.append(f"{tok_name}: {len(not_role):,} examples do not start with a role token (first: example {i:,}, "
-                        f"token {int(tokens[int(offsets[i])])} at {int(offsets[i]):,})")  # fmt: skip
+        problems.append(
+            f"{tok_name}: {len(not_role):,} examples do not start with a role token (first: example {i:,}, "
+            f"token {int(tokens[int(offsets[i])])} at {int(offsets[i]):,})"
+        )
     elif "num_label_tokens" in stats and special:
-        labels = sum(int(loss_mask_from_tokens(tokens[lo:hi], special, example_starts=starts).sum())
-                     for lo, hi, starts in example_blocks(offsets, n_tok))  # fmt: skip
+        labels = sum(
+            int(loss_mask_from_tokens(tokens[lo:hi], special, example_starts=starts).sum())
+            for lo, hi, starts in example_blocks(offsets, n_tok)
+        )
         if labels != stats["num_label_tokens"]:
-            problems.append(f"{tok_name}: {labels:,} loss-active tokens, meta.json num_label_tokens says {stats['num_label_tokens']:,}")
+            problems.append(
+                f"{tok_name}: {labels:,} loss-active tokens, "
+                f"meta.json num_label_tokens says {stats['num_label_tokens']:,}"
+            )
     return f"{split} {len(offsets):,} examples / {n_tok:,} tokens"
 
 
@@ -255,7 +292,12 @@ def verify_stream(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
 
 
 VERIFIERS = {"tokenizer": verify_tokenizer, "pretrain": verify_pretrain, "sft": verify_sft, "stream": verify_stream}
-REQUIRED = {"pretrain": REQUIRED_PRETRAIN, "sft": REQUIRED_SFT, "tokenizer": ("sha256", "vocab_size"), "stream": ("n_bytes", "sha256")}
+REQUIRED = {
+    "pretrain": REQUIRED_PRETRAIN,
+    "sft": REQUIRED_SFT,
+    "tokenizer": ("sha256", "vocab_size"),
+    "stream": ("n_bytes", "sha256"),
+}
 
 
 def verify_artifact(art: Artifact, ctx: Context) -> Check:
@@ -294,8 +336,9 @@ def load_tokenizer(path: Path | None):
         return None, str(e)
 
 
-def verify(path: str | os.PathLike, *, tokenizer_path: str | os.PathLike | None = None, quick: bool = False,
-           on_bytes=None) -> tuple[Selection, list[Check], list[Path]]:  # fmt: skip
+def verify(
+    path: str | os.PathLike, *, tokenizer_path: str | os.PathLike | None = None, quick: bool = False, on_bytes=None
+) -> tuple[Selection, list[Check], list[Path]]:
     """(selection, one Check per artifact, stray *.tmp files).
 
     If the tokenizer in use cannot be loaded, a failed "tokenizer in use" check comes first (unless the
@@ -310,6 +353,12 @@ def verify(path: str | os.PathLike, *, tokenizer_path: str | os.PathLike | None 
     reported = any(c.artifact.kind == "tokenizer" and c.status == "FAIL" for c in checks)
     if tok_problem and needs_tokenizer and not reported:
         where = tok_path or Path("tokenizer")
-        checks.insert(0, Check(Artifact("tokenizer", "tokenizer in use", where, where), "FAIL", [
-            f"{tok_problem}; token caches were checked against their own meta.json vocab_size only"]))
+        checks.insert(
+            0,
+            Check(
+                Artifact("tokenizer", "tokenizer in use", where, where),
+                "FAIL",
+                [f"{tok_problem}; token caches were checked against their own meta.json vocab_size only"],
+            ),
+        )
     return selection, checks, stray_tmp_files(selection)

@@ -28,8 +28,12 @@ def register(sub) -> None:
     p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
     p.add_argument("--out-dir", default=None, help="cache folder (default: {cache_dir}/pretrain/{source})")
     p.add_argument("--num-threads", type=int, default=-1, help="sentencepiece encoding threads (-1 = every core)")
-    p.add_argument("--part", type=int, default=None,
-                   help="build only part K (0-based) of pretrain.num_parts into --out-dir (default: the whole source)")
+    p.add_argument(
+        "--part",
+        type=int,
+        default=None,
+        help="build only part K (0-based) of pretrain.num_parts into --out-dir (default: the whole source)",
+    )
     add_config_args(p)
     p.set_defaults(func=run_build_pretrain)
 
@@ -52,11 +56,14 @@ def run_build_pretrain(args) -> int:
     cfg = resolve_config(args)
     num_parts = cfg["pretrain"]["num_parts"] if args.part is not None else 1
     build_pretrain_source(
-        cfg, args.source,
+        cfg,
+        args.source,
         tokenizer_path=args.tokenizer or layout.tokenizer_model(cfg["cache_dir"]),
         out_dir=args.out_dir or layout.pretrain_dir(cfg["cache_dir"], args.source),
-        num_threads=args.num_threads, num_parts=num_parts, part=args.part,
-    )  # fmt: skip
+        num_threads=args.num_threads,
+        num_parts=num_parts,
+        part=args.part,
+    )
     return 0
 
 
@@ -69,7 +76,9 @@ def run_merge_pretrain(args) -> int:
     parts_dir = args.parts_dir or f"{out_dir}/{layout.PARTS_DIR}"
     n = cfg["pretrain"]["num_parts"]
     print(f"{args.source}: merging {n} parts from {parts_dir}")
-    meta = merge_pretrain_parts(parts_dir, out_dir, num_parts=n, shard_bytes=cfg["pretrain"]["shard_bytes"], source=args.source)
+    meta = merge_pretrain_parts(
+        parts_dir, out_dir, num_parts=n, shard_bytes=cfg["pretrain"]["shard_bytes"], source=args.source
+    )
     for line in summary_lines(meta):
         print(line)
     print(f"wrote {out_dir}/{layout.META}")

@@ -132,7 +132,9 @@ class PretrainTokenStreamDataset:
             rows[order] = grouped
         # x and y: two overlapping (B, T) views of the rows, cut and cast to int64 in one copy
         item = rows.itemsize
-        xy = np.ndarray((2, B, self.T), rows.dtype, rows, 0, (item, (self.T + 1) * item, item)).astype(np.int64, order="C")
+        xy = np.ndarray((2, B, self.T), rows.dtype, rows, 0, (item, (self.T + 1) * item, item)).astype(
+            np.int64, order="C"
+        )
         x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
         if self.device.type != "cpu":
             x, y = x.to(self.device), y.to(self.device)

@@ -68,7 +68,9 @@ def encode_docs(tokenizer, batch: list[str], num_threads: int) -> tuple[np.ndarr
     return flatten(tokenizer.encode_batch(batch, num_threads=num_threads), tokenizer.eot_id)
 
 
-def encoded_batches(tokenizer, texts: Iterable, wanted_chars, num_threads: int) -> Iterator[tuple[np.ndarray, list[int]]]:
+def encoded_batches(
+    tokenizer, texts: Iterable, wanted_chars, num_threads: int
+) -> Iterator[tuple[np.ndarray, list[int]]]:
     """`encode_docs` of every batch, in input order, with ENCODE_AHEAD batches encoding in worker
     threads while the caller flattens and writes the current one."""
     batches = text_batches(texts, wanted_chars)

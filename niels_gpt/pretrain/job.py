@@ -82,8 +82,14 @@ def build_pretrain_source(
     dataset = {"dataset_name": scfg.get("dataset_id", source), "dataset_config": scfg.get("config")}
     if not scfg["enabled"]:
         reason = f"sources.{source}.enabled is false"
-        meta = write_not_built_meta(out_dir, reason=reason, seed=cfg["seed"], shard_bytes=cfg["pretrain"]["shard_bytes"],
-                                    provenance={"source": source}, **dataset)  # fmt: skip
+        meta = write_not_built_meta(
+            out_dir,
+            reason=reason,
+            seed=cfg["seed"],
+            shard_bytes=cfg["pretrain"]["shard_bytes"],
+            provenance={"source": source},
+            **dataset,
+        )
         log(f"{source}: not built ({reason}); wrote {out_dir}/meta.json")
         return meta
 
@@ -94,15 +100,23 @@ def build_pretrain_source(
     inp = registry.pretrain_input(cfg, source, num_parts=num_parts, part=part or 0)
     provenance = {"source": source, **inp.provenance}
     if num_parts > 1:
-        record = part_record(index=part, num_parts=num_parts, seed=seed, max_train_tokens=budgets[0], max_val_tokens=budgets[1])
+        record = part_record(
+            index=part, num_parts=num_parts, seed=seed, max_train_tokens=budgets[0], max_val_tokens=budgets[1]
+        )
         provenance["part"] = record
         budgets = tuple(part_budget(b, num_parts, part) for b in budgets)
         seed, what = record["part_seed"], f"{source} part {part} of {num_parts} (split seed {record['part_seed']})"
     common = dict(
-        tokenizer=tokenizer, max_train_tokens=budgets[0], max_val_tokens=budgets[1],
-        shard_bytes=cfg["pretrain"]["shard_bytes"], seed=seed, shuffle_buffer=scfg.get("shuffle_buffer"),
-        provenance=provenance, num_threads=num_threads, **dataset,
-    )  # fmt: skip
+        tokenizer=tokenizer,
+        max_train_tokens=budgets[0],
+        max_val_tokens=budgets[1],
+        shard_bytes=cfg["pretrain"]["shard_bytes"],
+        seed=seed,
+        shuffle_buffer=scfg.get("shuffle_buffer"),
+        provenance=provenance,
+        num_threads=num_threads,
+        **dataset,
+    )
     origin = "the bundled sample data (demo)" if cfg["demo"] else dataset["dataset_name"]
     streaming = ", streaming" if provenance.get("streaming") else ""
     log(f"{what}: reading {origin} ({inp.kind}{streaming}); budgets: {_budget_text(budgets)} tokens")

@@ -44,12 +44,24 @@ from niels_gpt.layout import META, SPLITS, part_name
 from niels_gpt.pretrain.shards import ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.sampling import derive_seed
 from niels_gpt.token_files import TOKEN_DTYPE
+
 COPY_CHUNK_BYTES = 4 << 20  # 4 MiB per read: flat memory on multi-GB shards, few syscalls
 # Fields every part must agree on (they describe the tokens or the dataset, not the part)
 SAME_IN_EVERY_PART = (
-    "format_version", "token_dtype", "tokenizer_sha256", "vocab_size", "special_token_ids", "eot_id",
-    "document_separator", "dataset_name", "dataset_config", "dataset_revision", "streaming", "determinism",
-    "val_doc_prob", "shuffle_buffer",
+    "format_version",
+    "token_dtype",
+    "tokenizer_sha256",
+    "vocab_size",
+    "special_token_ids",
+    "eot_id",
+    "document_separator",
+    "dataset_name",
+    "dataset_config",
+    "dataset_revision",
+    "streaming",
+    "determinism",
+    "val_doc_prob",
+    "shuffle_buffer",
 )
 PART_RECORD_SAME = ("num_parts", "seed", "max_train_tokens", "max_val_tokens")
 PARTS_SPLIT_RULE = (
@@ -78,8 +90,12 @@ def part_seed(seed: int, part: int) -> int:
 def part_record(*, index: int, num_parts: int, seed: int, max_train_tokens, max_val_tokens) -> dict:
     """What a part's meta.json carries in provenance["part"] (the merge checks it)."""
     return {
-        "index": index, "num_parts": num_parts, "seed": seed, "part_seed": part_seed(seed, index),
-        "max_train_tokens": max_train_tokens, "max_val_tokens": max_val_tokens,
+        "index": index,
+        "num_parts": num_parts,
+        "seed": seed,
+        "part_seed": part_seed(seed, index),
+        "max_train_tokens": max_train_tokens,
+        "max_val_tokens": max_val_tokens,
     }
 
 
@@ -91,31 +107,44 @@ def stale_parts(parts_dir: Path, num_parts: int) -> list[str]:
 
 def _read_parts(parts_dir: Path, num_parts: int, source: str | None) -> list[dict]:
     """Every part's meta.json, checked: present, built, the right index, one config, one tokenizer."""
-    how = f"build it: snakemake -j4 cache/all, or build-pretrain --source {source or '<source>'} --num-parts {num_parts} --part K"
+    how = (
+        f"build it: snakemake -j4 cache/all, or build-pretrain --source {source or '<source>'} "
+        f"--set pretrain.num_parts={num_parts} --part K"
+    )
     metas = []
     for k in range(num_parts):
         path = parts_dir / part_name(k) / META
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: part {k} of {num_parts} is missing or unfinished; {how.replace('K', str(k))}")
+            raise FileNotFoundError(
+                f"{path}: part {k} of {num_parts} is missing or unfinished; {how.replace('K', str(k))}"
+            )
         meta = read_meta(str(path))
         rec = (meta.get("provenance") or {}).get("part")
         if not meta.get("built") or not isinstance(rec, dict):
             raise ValueError(f"{path}: not a built part cache (built={meta.get('built')}, no provenance.part); {how}")
         if rec.get("index") != k or rec.get("num_parts") != num_parts:
-            raise ValueError(f"{path}: is part {rec.get('index')} of {rec.get('num_parts')}, expected part {k} of {num_parts}; {how}")
+            raise ValueError(
+                f"{path}: is part {rec.get('index')} of {rec.get('num_parts')}, expected part {k} of {num_parts}; {how}"
+            )
         if source is not None and meta["provenance"].get("source") != source:
             raise ValueError(f"{path}: a part of source {meta['provenance'].get('source')!r}, not {source!r}")
         first = metas[0] if metas else meta
         for key in SAME_IN_EVERY_PART:
             if meta.get(key) != first.get(key):
-                fix = ("the hub moved between the part jobs: pin sources.<source>.revision to a commit"
-                       if key == "dataset_revision" else "every part must come from one config and tokenizer")
-                raise ValueError(f"{path}: {key}={meta.get(key)!r} but part 0 has {first.get(key)!r}; {fix}, "
-                                 "then rebuild the parts")  # fmt: skip
+                fix = (
+                    "the hub moved between the part jobs: pin sources.<source>.revision to a commit"
+                    if key == "dataset_revision"
+                    else "every part must come from one config and tokenizer"
+                )
+                raise ValueError(
+                    f"{path}: {key}={meta.get(key)!r} but part 0 has {first.get(key)!r}; {fix}, then rebuild the parts"
+                )
         for key in PART_RECORD_SAME:
             if rec.get(key) != first["provenance"]["part"].get(key):
-                raise ValueError(f"{path}: provenance.part.{key}={rec.get(key)!r} but part 0 has "
-                                 f"{first['provenance']['part'].get(key)!r}; rebuild the parts with one config")  # fmt: skip
+                raise ValueError(
+                    f"{path}: provenance.part.{key}={rec.get(key)!r} but part 0 has "
+                    f"{first['provenance']['part'].get(key)!r}; rebuild the parts with one config"
+                )
         meta["_meta_sha256"] = sha256_file(path)
         metas.append(meta)
     return metas
@@ -127,16 +156,20 @@ def _shard_chunks(split_dir: Path, shards: list[dict]) -> Iterator[np.ndarray]:
         path = split_dir / s["file"]
         size = path.stat().st_size if path.is_file() else None
         if size != 2 * s["tokens"]:
-            raise ValueError(f"{path}: {'missing' if size is None else f'{size:,} bytes'}, its part's meta.json "
-                             f"lists {s['tokens']:,} tokens; rebuild that part")  # fmt: skip
+            raise ValueError(
+                f"{path}: {'missing' if size is None else f'{size:,} bytes'}, its part's meta.json "
+                f"lists {s['tokens']:,} tokens; rebuild that part"
+            )
         h = hashlib.sha256()
         with open(path, "rb") as f:
             while data := f.read(COPY_CHUNK_BYTES):
                 h.update(data)
                 yield np.frombuffer(data, dtype=TOKEN_DTYPE)
         if h.hexdigest() != s["sha256"]:
-            raise ValueError(f"{path}: sha256 {h.hexdigest()[:12]}... differs from its part's meta.json "
-                             f"({s['sha256'][:12]}...): the part changed after its build; rebuild that part")  # fmt: skip
+            raise ValueError(
+                f"{path}: sha256 {h.hexdigest()[:12]}... differs from its part's meta.json "
+                f"({s['sha256'][:12]}...): the part changed after its build; rebuild that part"
+            )
 
 
 def _copy_split(writer: ShardWriter, parts_dir: Path, metas: list[dict], split: str, eot: int, bar) -> int:
@@ -163,21 +196,33 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
     first, rec = metas[0], metas[0]["provenance"]["part"]
     n = len(metas)
     rule = first["split_rule"]
-    rule = (rule[len(RULE_PREFIX):] if rule.startswith(RULE_PREFIX) else rule).replace("(seed)", "(seed_k)")
+    rule = (rule[len(RULE_PREFIX) :] if rule.startswith(RULE_PREFIX) else rule).replace("(seed)", "(seed_k)")
     meta = {key: first.get(key) for key in SAME_IN_EVERY_PART}
     prov = {k: v for k, v in first["provenance"].items() if k not in ("part", "stream")}
     prov["parts_dir"] = os.path.relpath(parts_dir, out)
     prov["part_streams"] = [m["provenance"].get("stream") for m in metas]
     meta.update(
-        seed=rec["seed"], shard_bytes=shard_bytes, max_train_tokens=rec["max_train_tokens"],
-        max_val_tokens=rec["max_val_tokens"], split_rule=PARTS_SPLIT_RULE.format(n=n, last=n - 1, rule=rule),
-        num_parts=n, documents_seen=sum(m.get("documents_seen", 0) for m in metas), part_boundary_cuts=cuts,
-        parts=[{
-            "index": k, "train_tokens": m["train_tokens"], "val_tokens": m["val_tokens"],
-            "train_documents": m["train_documents"], "val_documents": m["val_documents"],
-            "max_train_tokens": m["max_train_tokens"], "max_val_tokens": m["max_val_tokens"],
-            "meta_sha256": m["_meta_sha256"],
-        } for k, m in enumerate(metas)],
+        seed=rec["seed"],
+        shard_bytes=shard_bytes,
+        max_train_tokens=rec["max_train_tokens"],
+        max_val_tokens=rec["max_val_tokens"],
+        split_rule=PARTS_SPLIT_RULE.format(n=n, last=n - 1, rule=rule),
+        num_parts=n,
+        documents_seen=sum(m.get("documents_seen", 0) for m in metas),
+        part_boundary_cuts=cuts,
+        parts=[
+            {
+                "index": k,
+                "train_tokens": m["train_tokens"],
+                "val_tokens": m["val_tokens"],
+                "train_documents": m["train_documents"],
+                "val_documents": m["val_documents"],
+                "max_train_tokens": m["max_train_tokens"],
+                "max_val_tokens": m["max_val_tokens"],
+                "meta_sha256": m["_meta_sha256"],
+            }
+            for k, m in enumerate(metas)
+        ],
         provenance=prov,
     )
     return meta
@@ -190,14 +235,21 @@ def shortfalls(meta: dict) -> list[str]:
         for split in SPLITS:
             want = p[f"max_{split}_tokens"]
             if want is not None and p[f"{split}_tokens"] < want:
-                lines.append(f"{part_name(p['index'])}: {split} {p[f'{split}_tokens']:,} of its {want:,} tokens "
-                             "(its data ran out; the merged cache is that much short of the budget)")  # fmt: skip
+                lines.append(
+                    f"{part_name(p['index'])}: {split} {p[f'{split}_tokens']:,} of its {want:,} tokens "
+                    "(its data ran out; the merged cache is that much short of the budget)"
+                )
     return lines
 
 
 def merge_pretrain_parts(
-    parts_dir: str | os.PathLike, out_dir: str | os.PathLike, *, num_parts: int, shard_bytes: int,
-    source: str | None = None, log: Callable[[str], None] = print,
+    parts_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    num_parts: int,
+    shard_bytes: int,
+    source: str | None = None,
+    log: Callable[[str], None] = print,
 ) -> dict:
     """Merge `parts_dir/part_{k:03d}` (k < num_parts) into `out_dir/{train,val}` + meta.json; returns the meta."""
     from tqdm import tqdm
@@ -210,7 +262,10 @@ def merge_pretrain_parts(
     metas = _read_parts(parts_dir, num_parts, source)
     stale = stale_parts(parts_dir, num_parts)
     if stale:
-        log(f"ignoring {', '.join(stale)} in {parts_dir}: left by a build with more parts (delete them to free the space)")
+        log(
+            f"ignoring {', '.join(stale)} in {parts_dir}: left by a build with more parts "
+            "(delete them to free the space)"
+        )
     eot = metas[0]["eot_id"]
     prepare_out_dir(out)
     writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=None) for split in SPLITS}

@@ -70,7 +70,9 @@ class ShardWriter:
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
-        self.shards.append({"file": shard_name(len(self.shards)), "tokens": self._in_shard, "sha256": self._hash.hexdigest()})
+        self.shards.append(
+            {"file": shard_name(len(self.shards)), "tokens": self._in_shard, "sha256": self._hash.hexdigest()}
+        )
         self._file = None
 
     def finish(self) -> None:
@@ -103,7 +105,7 @@ def prepare_out_dir(out_dir: str | os.PathLike) -> Path:
     return out
 
 
-def run_writers(writers: dict[str, "ShardWriter"], fill) -> dict:
+def run_writers(writers: dict[str, ShardWriter], fill) -> dict:
     """Run `fill()` (it writes tokens and returns extra meta), then finish and rename every writer's
     shards; on any error abort them all (no shard keeps its final name) and re-raise.
 

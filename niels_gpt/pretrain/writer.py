@@ -47,7 +47,9 @@ STREAM_SPLIT_RULE = (
     "budgets are full"
 )
 PRESPLIT_RULE = "pre-split by the source: its train documents -> train, its val documents -> val, in source order"
-STREAMING_DETERMINISM = "best effort: the bytes follow the upstream stream's order (datasets shuffle(seed, buffer_size), consumed in order)"
+STREAMING_DETERMINISM = (
+    "best effort: the bytes follow the upstream stream's order (datasets shuffle(seed, buffer_size), consumed in order)"
+)
 
 
 def _progress(budgets: tuple[int | None, ...], desc: str):
@@ -115,8 +117,11 @@ def source_meta(*, dataset_name, dataset_config, provenance) -> dict:
 
 def presplit_rule(provenance: dict) -> str:
     """PRESPLIT_RULE plus the source's own split names / rule when the loader recorded them."""
-    names = [f"{split} = source split {provenance[split]['split']!r}" for split in ("train", "val")
-             if isinstance(provenance.get(split), dict) and "split" in provenance[split]]
+    names = [
+        f"{split} = source split {provenance[split]['split']!r}"
+        for split in ("train", "val")
+        if isinstance(provenance.get(split), dict) and "split" in provenance[split]
+    ]
     details = names + ([provenance["split_rule"]] if provenance.get("split_rule") else [])
     return PRESPLIT_RULE + (f" ({'; '.join(details)})" if details else "")
 
@@ -164,8 +169,11 @@ def build_pretrain_cache(
     meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
     meta.update(
-        split_rule=STREAM_SPLIT_RULE.format(p=val_doc_prob), val_doc_prob=val_doc_prob, shuffle_buffer=shuffle_buffer,
-        max_train_tokens=max_train_tokens, max_val_tokens=max_val_tokens,
+        split_rule=STREAM_SPLIT_RULE.format(p=val_doc_prob),
+        val_doc_prob=val_doc_prob,
+        shuffle_buffer=shuffle_buffer,
+        max_train_tokens=max_train_tokens,
+        max_val_tokens=max_val_tokens,
     )
 
     def fill() -> dict:
@@ -219,7 +227,10 @@ def build_pretrain_cache_presplit(
     meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
     meta.update(
-        val_doc_prob=None, shuffle_buffer=shuffle_buffer, max_train_tokens=max_train_tokens, max_val_tokens=max_val_tokens,
+        val_doc_prob=None,
+        shuffle_buffer=shuffle_buffer,
+        max_train_tokens=max_train_tokens,
+        max_val_tokens=max_val_tokens,
     )
 
     def fill() -> dict:
@@ -241,16 +252,28 @@ def build_pretrain_cache_presplit(
 
 
 def write_not_built_meta(
-    out_dir: str, *, reason: str, dataset_name: str | None, dataset_config: str | None,
-    seed: int, shard_bytes: int, provenance: dict | None = None,
+    out_dir: str,
+    *,
+    reason: str,
+    dataset_name: str | None,
+    dataset_config: str | None,
+    seed: int,
+    shard_bytes: int,
+    provenance: dict | None = None,
 ) -> dict:
     """A disabled source's cache: empty train/ and val/, meta.json with `built: false` and zero totals."""
     out = prepare_out_dir(out_dir)
     meta = base_meta(tokenizer=None, seed=seed, shard_bytes=shard_bytes)
     meta.update(source_meta(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance))
     meta.update(
-        built=False, reason=reason, split_rule="not built", train_tokens=0, val_tokens=0,
-        train_documents=0, val_documents=0, shards={"train": [], "val": []},
+        built=False,
+        reason=reason,
+        split_rule="not built",
+        train_tokens=0,
+        val_tokens=0,
+        train_documents=0,
+        val_documents=0,
+        shards={"train": [], "val": []},
     )
     write_meta(str(out / META), meta)
     return meta

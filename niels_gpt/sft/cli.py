@@ -1,6 +1,7 @@
 """`build-sft` and `build-sft-primer`: one SFT source -> `{out-dir}/{train,val}_tokens.bin, _idx.npy, meta.json`.
 
-  python -m niels_gpt.cache.cli build-sft --source oasst1 --tokenizer cache/tokenizer/spm.model --out-dir cache/sft/oasst1
+  python -m niels_gpt.cache.cli build-sft --source oasst1 --tokenizer cache/tokenizer/spm.model \\
+      --out-dir cache/sft/oasst1
   python -m niels_gpt.cache.cli build-sft-primer --primer-jsonl data/primer.jsonl --out-dir cache/sft --seed 42 \\
       --val-frac 0.1 --t-max 1024          (writes {out-dir}/primer/)
 
@@ -39,8 +40,12 @@ def register(sub) -> None:
         help="build the primer SFT cache from data/primer.jsonl",
         description="Validate data/primer.jsonl strictly and build {out-dir}/primer/.",
     )
-    q.add_argument("--primer-jsonl", default=None, help="chat examples, one JSON object per line [sources.primer.jsonl]")
-    q.add_argument("--out-dir", default=None, help="SFT root; the cache goes to {out-dir}/primer (default: {cache_dir}/sft)")
+    q.add_argument(
+        "--primer-jsonl", default=None, help="chat examples, one JSON object per line [sources.primer.jsonl]"
+    )
+    q.add_argument(
+        "--out-dir", default=None, help="SFT root; the cache goes to {out-dir}/primer (default: {cache_dir}/sft)"
+    )
     _tokenizer_flag(q)
     q.add_argument("--seed", type=int, default=None, help="split seed [seed]")
     q.add_argument("--val-frac", type=float, default=None, help="share of examples held out [sources.primer.val_frac]")
@@ -64,8 +69,12 @@ def run_build_sft(args) -> int:
 
 
 def run_build_sft_primer(args) -> int:
-    flags = {"sources.primer.jsonl": args.primer_jsonl, "seed": args.seed,
-             "sources.primer.val_frac": args.val_frac, "sft.t_max": args.t_max}  # fmt: skip
+    flags = {
+        "sources.primer.jsonl": args.primer_jsonl,
+        "seed": args.seed,
+        "sources.primer.val_frac": args.val_frac,
+        "sft.t_max": args.t_max,
+    }
     cfg = resolve_config(args, flags)
     out_root = args.out_dir or f"{cfg['cache_dir']}/sft"
     return _build(cfg, "primer", args.tokenizer, f"{out_root}/primer")

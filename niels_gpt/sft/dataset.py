@@ -53,7 +53,9 @@ class SFTExampleDataset:
         self.meta = self._sibling_meta(tokenizer)
         self.special_ids = self._special_ids(special_ids, tokenizer)
         if self.special_ids["eot"] != self.eot_id:
-            raise ValueError(f"eot_id={eot_id} but the special ids say eot={self.special_ids['eot']} ({self.tokens_path})")
+            raise ValueError(
+                f"eot_id={eot_id} but the special ids say eot={self.special_ids['eot']} ({self.tokens_path})"
+            )
         self.tokens = open_tokens(self.tokens_path)
         n_tok = self.tokens.shape[0]
         starts = self._load_offsets(n_tok)
@@ -69,8 +71,16 @@ class SFTExampleDataset:
 
     # -- construction helpers ------------------------------------------------------------------
     @classmethod
-    def from_cache_dir(cls, cache_dir, split: str = "train", *, T: int, device: str = "cpu", tokenizer=None,
-                       truncation: str | None = None) -> SFTExampleDataset:  # fmt: skip
+    def from_cache_dir(
+        cls,
+        cache_dir,
+        split: str = "train",
+        *,
+        T: int,
+        device: str = "cpu",
+        tokenizer=None,
+        truncation: str | None = None,
+    ) -> SFTExampleDataset:
         """The `split` of the cache in `cache_dir` (e.g. "cache/sft/oasst1"); truncation from meta."""
         meta = read_meta(os.path.join(cache_dir, layout.META))
         if not meta.get("built", True):

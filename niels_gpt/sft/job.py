@@ -52,7 +52,9 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
         raise ValueError(f"unknown SFT source {source!r}; choose one of {', '.join(registry.SFT_SOURCES)}")
     scfg = cfg["sources"][source]
     if not scfg["enabled"]:
-        tokenizer = SentencePieceTokenizer(tokenizer_path) if tokenizer_path and os.path.exists(tokenizer_path) else None
+        tokenizer = (
+            SentencePieceTokenizer(tokenizer_path) if tokenizer_path and os.path.exists(tokenizer_path) else None
+        )
         return write_not_built(
             out_dir,
             source=source,

@@ -74,7 +74,9 @@ def usable(rendered: list[tuple[list[int], list[int]]], t_max: int, truncation: 
     """For each (input_ids, labels): does a loss-active target fall inside its kept T_max+1 window?"""
     lengths = np.array([len(ids) for ids, _ in rendered], dtype=np.int64)
     starts = np.cumsum(lengths) - lengths
-    mask = np.fromiter((v != IGNORE_INDEX for _, labels in rendered for v in labels), dtype=bool, count=int(lengths.sum()))
+    mask = np.fromiter(
+        (v != IGNORE_INDEX for _, labels in rendered for v in labels), dtype=bool, count=int(lengths.sum())
+    )
     lo, width = kept_windows(starts, lengths, t_max, truncation)
     return count_targets(mask, lo, width) > 0
 
@@ -112,8 +114,13 @@ def _write_split(pairs_list, tokenizer, out: Path, split: str, t_max: int, trunc
         f.write(idx_bytes)
         f.flush()
         os.fsync(f.fileno())
-    stats = {"num_examples": len(offsets), "num_tokens": n_tokens, "num_label_tokens": n_labels,
-             "num_dropped": n_dropped, "num_truncated": n_truncated}  # fmt: skip
+    stats = {
+        "num_examples": len(offsets),
+        "num_tokens": n_tokens,
+        "num_label_tokens": n_labels,
+        "num_dropped": n_dropped,
+        "num_truncated": n_truncated,
+    }
     files = {
         tokens_name: {"sha256": h.hexdigest(), "bytes": n_tokens * TOKEN_DTYPE.itemsize},
         offsets_name: {"sha256": hashlib.sha256(idx_bytes).hexdigest(), "bytes": len(idx_bytes)},
@@ -167,8 +174,13 @@ def build_sft_cache(
         is_val, split_info = assign_splits(len(pairs_list), group_keys, val_frac, seed)
         out.mkdir(parents=True, exist_ok=True)
         splits, files = {}, {}
-        bar = tqdm(total=len(pairs_list), desc=f"sft {source or out.name}", unit="ex", file=sys.stderr,
-                   disable=not sys.stderr.isatty())  # fmt: skip
+        bar = tqdm(
+            total=len(pairs_list),
+            desc=f"sft {source or out.name}",
+            unit="ex",
+            file=sys.stderr,
+            disable=not sys.stderr.isatty(),
+        )
         with bar:
             for split in SPLITS:
                 chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
@@ -210,9 +222,15 @@ def build_sft_cache(
 
 
 def write_not_built(
-    out_dir: str | os.PathLike, *, source: str, reason: str, seed: int, tokenizer=None,
-    dataset_name: str | None = None, dataset_config: str | None = None,
-) -> dict:  # fmt: skip
+    out_dir: str | os.PathLike,
+    *,
+    source: str,
+    reason: str,
+    seed: int,
+    tokenizer=None,
+    dataset_name: str | None = None,
+    dataset_config: str | None = None,
+) -> dict:
     """A disabled source: empty split files (so every declared output exists) + meta with built=false.
 
     Readers check `built` (SFTExampleDataset.from_cache_dir refuses such a cache with `reason`).

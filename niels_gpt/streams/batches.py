@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from niels_gpt.streams.build import stream_paths
 
 _DRAW_HIGH = 1 << 62  # one draw per row, reduced modulo the window count: bias < 2**-32 for streams < 2**30
 
-ByteStream = Union[bytes, bytearray, memoryview, np.ndarray, torch.Tensor]
+ByteStream = bytes | bytearray | memoryview | np.ndarray | torch.Tensor
 BytesSources = dict[str, ByteStream]
 
 
@@ -59,7 +59,9 @@ def _nbytes(src: ByteStream, name: str) -> int:
         return src.shape[0]
     if isinstance(src, torch.Tensor):
         if src.dtype != torch.uint8 or src.dim() != 1 or src.device.type != "cpu":
-            raise ValueError(f"{name}: expected a 1-D uint8 CPU tensor, got {src.dtype} {tuple(src.shape)} on {src.device}")
+            raise ValueError(
+                f"{name}: expected a 1-D uint8 CPU tensor, got {src.dtype} {tuple(src.shape)} on {src.device}"
+            )
         return src.shape[0]
     raise TypeError(f"{name}: expected bytes, bytearray, memoryview, uint8 array or tensor, got {type(src).__name__}")
 
@@ -141,7 +143,9 @@ def _validated_windows(sources: Mapping[str, ByteStream], p: Mapping[str, float]
 class StreamBatcher:
     """Sources + mixture validated once, ready to sample batches (the same draws as `get_batch`)."""
 
-    def __init__(self, sources: Mapping[str, ByteStream], *, p: Mapping[str, float], T: int, device: str | torch.device = "cpu"):
+    def __init__(
+        self, sources: Mapping[str, ByteStream], *, p: Mapping[str, float], T: int, device: str | torch.device = "cpu"
+    ):
         self.T = int(T)
         self._windows = _validated_windows(sources, p, self.T)  # views keep their buffers alive
         self.names = sorted(p)
@@ -171,14 +175,20 @@ def get_batch(
     return _sample(_validated_windows(sources, p, T), p, B, T, torch.device(device), generator)
 
 
-def load_stream_cache(cache_dir: str | os.PathLike, split: str, sources: list[str] | None = None) -> dict[str, np.memmap]:
+def load_stream_cache(
+    cache_dir: str | os.PathLike, split: str, sources: list[str] | None = None
+) -> dict[str, np.memmap]:
     """Memory-map the streams of one split: {source: read-only uint8 memmap}.
 
     `sources=None` takes every stream of `split` whose .meta.json exists (written last, so its
     presence means the .bin is complete) and skips empty ones (a non-required source that had no
     input); named sources must exist and be non-empty.
     """
-    names = sources if sources is not None else [s for s in STREAM_SOURCES if os.path.exists(stream_paths(cache_dir, s, split)[1])]
+    names = (
+        sources
+        if sources is not None
+        else [s for s in STREAM_SOURCES if os.path.exists(stream_paths(cache_dir, s, split)[1])]
+    )
     out: dict[str, np.memmap] = {}
     for name in names:
         bin_path, meta_path = stream_paths(cache_dir, name, split)
@@ -191,10 +201,14 @@ def load_stream_cache(cache_dir: str | os.PathLike, split: str, sources: list[st
             meta: dict[str, Any] = json.load(f)
         size = os.path.getsize(bin_path)
         if size != meta.get("n_bytes"):
-            raise ValueError(f"{bin_path}: {size:,} bytes but its meta says {meta.get('n_bytes')!r}; rebuild the stream")
+            raise ValueError(
+                f"{bin_path}: {size:,} bytes but its meta says {meta.get('n_bytes')!r}; rebuild the stream"
+            )
         if size == 0:
             if sources is not None:
-                raise ValueError(f"{bin_path}: the {name} {split} stream is empty ({meta.get('empty_reason', 'no input')})")
+                raise ValueError(
+                    f"{bin_path}: the {name} {split} stream is empty ({meta.get('empty_reason', 'no input')})"
+                )
             continue
         out[name] = np.memmap(bin_path, dtype=np.uint8, mode="r")
     return out

@@ -129,7 +129,9 @@ def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
     from niels_gpt.data.primer import load_primer_text, split_primer_dialogues
 
     if not os.path.isfile(cfg.primer_path):
-        raise FileNotFoundError(f"{cfg.primer_path}: primer text file not found; create it or point sources.primer.text at it")
+        raise FileNotFoundError(
+            f"{cfg.primer_path}: primer text file not found; create it or point sources.primer.text at it"
+        )
     stat = _file_stat(cfg.primer_path)
     texts: dict[str, str] = {}
 
@@ -209,11 +211,13 @@ def check_stream_lengths(streams: Mapping[tuple[str, str], bytes], T: int, requi
     short = [(src, split, len(b)) for (src, split), b in streams.items() if len(b) < T + 1]
     if short:
         lines = [
-            f"{src} {split}: {n:,} bytes" + (" (empty, and the source is required)" if n == 0 and src in required else "")
+            f"{src} {split}: {n:,} bytes"
+            + (" (empty, and the source is required)" if n == 0 and src in required else "")
             for src, split, n in short
         ]
         raise ValueError(
-            f"byte streams shorter than T+1 = {T + 1:,} bytes:\n  - " + "\n  - ".join(lines)
+            f"byte streams shorter than T+1 = {T + 1:,} bytes:\n  - "
+            + "\n  - ".join(lines)
             + "\nadd data, lower streams.T, or drop the source from streams.enabled_sources / required_sources"
         )
 

@@ -77,5 +77,6 @@ def build_stream_from_config(cfg: Mapping, source: str, out_dir: str | os.PathLi
     metas = {}
     for job in jobs:
         metas[job.split] = write_stream(out_dir, source, job.split, data[job.split], job.inputs)
-        log(f"{source} {job.split}: {len(data[job.split]):,} bytes, built -> {stream_paths(out_dir, source, job.split)[0]}")
+        bin_path = stream_paths(out_dir, source, job.split)[0]
+        log(f"{source} {job.split}: {len(data[job.split]):,} bytes, built -> {bin_path}")
     return metas

@@ -73,7 +73,9 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     if tcfg["model_path"]:
         src = Path(tcfg["model_path"])
         if not src.is_file():
-            raise FileNotFoundError(f"tokenizer.model_path: {src} does not exist (set it to a .model file or null to train one)")
+            raise FileNotFoundError(
+                f"tokenizer.model_path: {src} does not exist (set it to a .model file or null to train one)"
+            )
         with open(src, "rb") as fin, atomic_open(model_path, "wb") as fout:
             shutil.copyfileobj(fin, fout)
         try:
@@ -85,7 +87,9 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     else:
         sources = tokenizer_sources(cfg)
         if not sources:
-            raise ValueError("tokenizer: no pretrain source is enabled to sample training text from (sources.*.enabled)")
+            raise ValueError(
+                "tokenizer: no pretrain source is enabled to sample training text from (sources.*.enabled)"
+            )
         stats: dict[str, dict] = {}
         print(f"tokenizer: sampling up to {tcfg['sample_chars']:,} chars from {', '.join(sources)}", flush=True)
         tok = train_sentencepiece(

@@ -19,9 +19,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from niels_gpt.token_files import check_vocab_fits
 from niels_gpt.special_tokens import SPECIAL_TOKENS
-
+from niels_gpt.token_files import check_vocab_fits
 
 
 class SentencePieceTokenizer:

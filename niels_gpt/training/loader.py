@@ -64,8 +64,16 @@ def _check_int(name: str, value, low: int, high: int | None = None) -> int:
 class MixedLoader:
     """Endless deterministic batches over `sources` mixed by `p`; resumable, sharded by rank."""
 
-    def __init__(self, sources: Mapping[str, Any], *, p: Mapping[str, float], B: int, seed: int,
-                 rank: int = 0, world_size: int = 1):  # fmt: skip
+    def __init__(
+        self,
+        sources: Mapping[str, Any],
+        *,
+        p: Mapping[str, float],
+        B: int,
+        seed: int,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
         check_mixture(p, sources, what="loader mixture p")
         self.B = _check_int("B", B, 1)
         self.seed = _check_int("seed", seed, -(1 << 63))
@@ -96,14 +104,16 @@ class MixedLoader:
         if len(set(rest.values())) != 1 or len(next(iter(rest.values()))[0]) != 2:
             listed = {name: f"shape {s[0]} on {s[1]}" for name, s in rest.items()}
             raise ValueError(f"sources of one loader need (1, T) rows with the same T and device, got {listed}")
-        (shape, device), = set(rest.values())  # fmt: skip
+        ((shape, device),) = set(rest.values())
         return next(iter(arities.values())), shape[1], torch.device(device)
 
     def _check_same_tokenizer(self) -> None:
         shas = {name: (getattr(src, "meta", None) or {}).get("tokenizer_sha256") for name, src in self.sources.items()}
         if len({s for s in shas.values() if s}) > 1:
-            raise ValueError(f"caches of one loader were built with different tokenizers (sha256 by source: {shas}); "
-                             "rebuild them with one tokenizer")  # fmt: skip
+            raise ValueError(
+                f"caches of one loader were built with different tokenizers (sha256 by source: {shas}); "
+                "rebuild them with one tokenizer"
+            )
 
     # -- batches -------------------------------------------------------------------------------
     def batch_at(self, step: int) -> Batch:
@@ -144,8 +154,16 @@ class MixedLoader:
     # -- resume --------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Plain ints/floats/strs (JSON- and torch.save-able); "step" is the next batch number."""
-        return {"version": STATE_VERSION, "step": self.step, "seed": self.seed, "rank": self.rank,
-                "world_size": self.world_size, "p": dict(self.p), "B": self.B, "T": self.T}  # fmt: skip
+        return {
+            "version": STATE_VERSION,
+            "step": self.step,
+            "seed": self.seed,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "p": dict(self.p),
+            "B": self.B,
+            "T": self.T,
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue at state["step"]. seed, p (zero weights ignored), B, T, world_size and version
@@ -159,18 +177,34 @@ class MixedLoader:
         diff = [k for k in ("version", "seed", "p", "B", "T", "world_size") if theirs.get(k) != mine[k]]
         if diff:
             listed = "; ".join(f"{k}: state has {theirs.get(k)!r}, loader has {mine[k]!r}" for k in diff)
-            raise ValueError(f"refusing to resume from a state of a different loader ({listed}); build the loader "
-                             "with the saved settings, or start a fresh run")  # fmt: skip
+            raise ValueError(
+                f"refusing to resume from a state of a different loader ({listed}); build the loader "
+                "with the saved settings, or start a fresh run"
+            )
         self.step = _check_int("state['step']", state["step"], 0)
 
     def __repr__(self) -> str:
-        return (f"MixedLoader(p={self.p}, B={self.B}, T={self.T}, seed={self.seed}, rank={self.rank}/"
-                f"{self.world_size}, step={self.step:,})")  # fmt: skip
+        return (
+            f"MixedLoader(p={self.p}, B={self.B}, T={self.T}, seed={self.seed}, rank={self.rank}/"
+            f"{self.world_size}, step={self.step:,})"
+        )
 
     # -- caches on disk ------------------------------------------------------------------------
     @classmethod
-    def pretrain(cls, cache_dir, split: str = "train", *, p: Mapping[str, float], T: int, B: int, seed: int,
-                 device: str = "cpu", rank: int = 0, world_size: int = 1, tokenizer=None) -> MixedLoader:  # fmt: skip
+    def pretrain(
+        cls,
+        cache_dir,
+        split: str = "train",
+        *,
+        p: Mapping[str, float],
+        T: int,
+        B: int,
+        seed: int,
+        device: str = "cpu",
+        rank: int = 0,
+        world_size: int = 1,
+        tokenizer=None,
+    ) -> MixedLoader:
         """Sources `{cache_dir}/pretrain/{name}/{split}` for every name with weight > 0."""
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
@@ -183,8 +217,20 @@ class MixedLoader:
         return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size)
 
     @classmethod
-    def sft(cls, cache_dir, split: str = "train", *, p: Mapping[str, float], T: int, B: int, seed: int,
-            device: str = "cpu", rank: int = 0, world_size: int = 1, tokenizer=None) -> MixedLoader:  # fmt: skip
+    def sft(
+        cls,
+        cache_dir,
+        split: str = "train",
+        *,
+        p: Mapping[str, float],
+        T: int,
+        B: int,
+        seed: int,
+        device: str = "cpu",
+        rank: int = 0,
+        world_size: int = 1,
+        tokenizer=None,
+    ) -> MixedLoader:
         """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
@@ -204,8 +250,10 @@ def _weighted(p: Mapping[str, float]) -> dict[str, float]:
 def _refuse_not_built(root: Path, name: str, weight: float) -> None:
     meta_path = root / layout.META
     if not os.path.exists(meta_path):
-        raise FileNotFoundError(f"{meta_path}: no meta.json for source {name!r} (weight {weight}); build the cache "
-                                "first (`snakemake -j4 cache/all`) or give it weight 0")  # fmt: skip
+        raise FileNotFoundError(
+            f"{meta_path}: no meta.json for source {name!r} (weight {weight}); build the cache "
+            "first (`snakemake -j4 cache/all`) or give it weight 0"
+        )
     meta = read_meta(str(meta_path))
     if meta.get("built") is False:
         raise ValueError(
