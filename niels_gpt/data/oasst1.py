@@ -43,17 +43,8 @@ def _excluded(rec: Mapping, english_only: bool) -> str | None:
     return None
 
 
-def reconstruct_threads(
-    records: Iterable[Mapping],
-    *,
-    english_only: bool = True,
-    max_messages: int = 32,
-    stats: dict | None = None,
-) -> list[ChatSample]:
-    """Every root->leaf thread of every tree, trees in first-appearance order, DFS order within one."""
-    if max_messages < 2:
-        raise ValueError(f"max_messages must be >= 2 (a thread is a user and an assistant message), got {max_messages}")
-    counts = {"records": 0, "deleted": 0, "not_english": 0, "unknown_role": 0, "orphans": 0, "threads": 0}
+def _index(records: Iterable[Mapping], english_only: bool, counts: dict) -> tuple[dict, dict, list]:
+    """One pass: kept messages by id, children ids by parent id (in record order), and the roots."""
     known: set = set()  # every message id, kept or not, to tell orphans from excluded subtrees
     msg: dict = {}
     children: dict = {}
@@ -74,7 +65,21 @@ def reconstruct_threads(
             children.setdefault(parent, []).append(mid)
             if parent not in known:
                 counts["orphans"] += 1  # never reached from a root
+    return msg, children, roots
 
+
+def reconstruct_threads(
+    records: Iterable[Mapping],
+    *,
+    english_only: bool = True,
+    max_messages: int = 32,
+    stats: dict | None = None,
+) -> list[ChatSample]:
+    """Every root->leaf thread of every tree, trees in first-appearance order, DFS order within one."""
+    if max_messages < 2:
+        raise ValueError(f"max_messages must be >= 2 (a thread is a user and an assistant message), got {max_messages}")
+    counts = {"records": 0, "deleted": 0, "not_english": 0, "unknown_role": 0, "orphans": 0, "threads": 0}
+    msg, children, roots = _index(records, english_only, counts)
     out: list[ChatSample] = []
     seen: set[tuple] = set()
 

@@ -214,68 +214,73 @@ def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
+UNITS = {"pretrain": "docs", "sft": "examples", "stream": "docs", "tokenizer": "ids"}
+
+
+def _overview(rows: list[SplitInfo], current: str | None) -> list[str]:
     def sha(r: SplitInfo) -> str:
         if not r.tokenizer_sha:
             return "-"
         mark = " !=" if current and r.kind != "tokenizer" and r.tokenizer_sha != current else ""
         return r.tokenizer_sha[:SHA_SHOWN] + mark
 
-    units = {"pretrain": "docs", "sft": "examples", "stream": "docs", "tokenizer": "ids"}
-    out = _table(
-        ["artifact", "split", "built", "tokens", "docs/examples", "bytes", "files", "tokenizer"],
+    def units(r: SplitInfo) -> str:
+        return f"{_n(r.units)} {UNITS[r.kind]}" if r.units is not None else "-"
+
+    headers = ["artifact", "split", "built", "tokens", "docs/examples", "bytes", "files", "tokenizer"]
+    cells = [
+        [r.artifact, r.split, r.built, _n(r.tokens), units(r), human_bytes(r.n_bytes), str(r.files), sha(r)]
+        for r in rows
+    ]
+    return _table(headers, cells)
+
+
+def _pretrain_table(rows: list[SplitInfo]) -> list[str]:
+    def coverage(e: dict) -> str:
+        sampled = "" if e.get("sampled", 0) >= e.get("total", 0) else f" (sample of {e['sampled']:,})"
+        return _pct(e.get("coverage")) + sampled
+
+    headers = ["artifact", "split", "documents", "empty docs (double eot)", "mean doc len", "vocab coverage"]
+    cells = [
         [
-            [
-                r.artifact,
-                r.split,
-                r.built,
-                _n(r.tokens),
-                f"{_n(r.units)} {units[r.kind]}" if r.units is not None else "-",
-                human_bytes(r.n_bytes),
-                str(r.files),
-                sha(r),
-            ]
-            for r in rows
-        ],
-    )
+            r.artifact,
+            r.split,
+            _n(r.extra["documents"]),
+            _n(r.extra["empty"]),
+            "-" if r.extra["mean_len"] is None else f"{r.extra['mean_len']:,.1f}",
+            coverage(r.extra),
+        ]
+        for r in rows
+    ]
+    return _table(headers, cells)
+
+
+def _sft_table(rows: list[SplitInfo]) -> list[str]:
+    headers = ["artifact", "split", "examples", "label tokens", "longest", "> T_max+1 (cut)"]
+    cells = [
+        [
+            r.artifact,
+            r.split,
+            _n(r.units),
+            f"{_n(r.extra['labels'])} ({_pct(r.extra['label_share'])})",
+            _n(r.extra["longest"]),
+            f"{_n(r.extra['over'])} (T_max {_n(r.extra['t_max'])}, {r.extra['truncation']})",
+        ]
+        for r in rows
+    ]
+    return _table(headers, cells)
+
+
+def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
+    """The overview table, notes, then the pretrain and SFT tables (see the module docstring)."""
+    out = _overview(rows, current)
     out += [f"{r.artifact}: {r.note}" for r in rows if r.note]
     if current:
         out.append(f"tokenizer in use: {tok_path} (sha256 {current[:SHA_SHOWN]}); '!=' marks caches built with another")
     pre = [r for r in rows if r.kind == "pretrain" and "documents" in r.extra]
     if pre:
-        out += ["", "pretrain"] + _table(
-            ["artifact", "split", "documents", "empty docs (double eot)", "mean doc len", "vocab coverage"],
-            [
-                [
-                    r.artifact,
-                    r.split,
-                    _n(r.extra["documents"]),
-                    _n(r.extra["empty"]),
-                    "-" if r.extra["mean_len"] is None else f"{r.extra['mean_len']:,.1f}",
-                    _pct(r.extra.get("coverage"))
-                    + (
-                        ""
-                        if r.extra.get("sampled", 0) >= r.extra.get("total", 0)
-                        else f" (sample of {r.extra['sampled']:,})"
-                    ),
-                ]
-                for r in pre
-            ],
-        )
+        out += ["", "pretrain", *_pretrain_table(pre)]
     sft = [r for r in rows if r.kind == "sft" and "labels" in r.extra]
     if sft:
-        out += ["", "sft"] + _table(
-            ["artifact", "split", "examples", "label tokens", "longest", "> T_max+1 (cut)"],
-            [
-                [
-                    r.artifact,
-                    r.split,
-                    _n(r.units),
-                    f"{_n(r.extra['labels'])} ({_pct(r.extra['label_share'])})",
-                    _n(r.extra["longest"]),
-                    f"{_n(r.extra['over'])} (T_max {_n(r.extra['t_max'])}, {r.extra['truncation']})",
-                ]
-                for r in sft
-            ],
-        )
+        out += ["", "sft", *_sft_table(sft)]
     return "\n".join(out)

@@ -1,6 +1,6 @@
 """`verify`: re-check every cache artifact against its meta.json.
 
-Per artifact (cache_tree.py lists them), every problem is collected, never only the first:
+Per artifact (tree.py lists them; checks.py holds the checks), every problem is collected, never only the first:
   tokenizer  spm.model's sha256 / vocab size / special ids == its meta.json; it loads.
   pretrain   the shards on disk are exactly the ones meta lists; each has an even byte size, the
              token count and sha256 meta records, every id < vocab_size; split totals and document
@@ -13,283 +13,27 @@ Per artifact (cache_tree.py lists them), every problem is collected, never only 
 Every token cache must carry the sha256 of the tokenizer in use (`{cache}/tokenizer/spm.model` or
 --tokenizer): a cache built with another tokenizer decodes to garbage. A `built: false` meta is
 skipped, not failed. `--quick` skips the sha256 hashing (everything else still reads the files).
-Files are read in chunks (token_scan.py): memory stays flat on multi-GB shards.
+Files are read in chunks (scan.py): memory stays flat on multi-GB shards.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from niels_gpt.cache.meta import REQUIRED_PRETRAIN, REQUIRED_SFT
-from niels_gpt.chat_template import ROLE_NAMES, loss_mask_from_tokens
-from niels_gpt.hashing import sha256_file
-from niels_gpt.inspection.scan import example_blocks, scan_bytes, scan_tokens
-from niels_gpt.inspection.tree import Artifact, Selection, default_tokenizer_path, find_artifacts, stray_tmp_files
-from niels_gpt.layout import (
-    FORMAT_VERSION,
-    SPLITS,
-    STREAM_FORMAT_VERSION,
-    TOKENIZER_MODEL,
-    sft_offsets_name,
-    sft_tokens_name,
+from niels_gpt.inspection.checks import (
+    REBUILD,
+    Check,
+    Context,
+    format_version_problem,
+    verify_pretrain,
+    verify_sft,
+    verify_stream,
+    verify_tokenizer,
 )
-from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, list_shards, open_tokens
-
-SHORT_SHA = 12  # hex digits shown for a file hash mismatch (both sides); tokenizer mismatches show all 64
-REBUILD = "rebuild it (snakemake -j4 cache/all)"
-
-
-@dataclass
-class Check:
-    """The outcome for one artifact: status ok | FAIL | skipped, problems, and what was checked."""
-
-    artifact: Artifact
-    status: str = "ok"
-    problems: list[str] = field(default_factory=list)
-    detail: str = ""
-
-
-@dataclass
-class Context:
-    tokenizer: object | None  # SentencePieceTokenizer in use, or None if it could not be loaded
-    tokenizer_path: Path | None
-    quick: bool
-    on_bytes: object = None  # progress callback (bytes read)
-
-
-def _short(sha: str | None) -> str:
-    return "none" if not sha else sha[:SHORT_SHA]
-
-
-def _format_version(meta: dict, want: int, problems: list[str]) -> None:
-    if meta.get("format_version") != want:
-        problems.append(f"format_version {meta.get('format_version')} in meta.json, this code reads {want}; {REBUILD}")
-
-
-def _tokenizer_matches(meta: dict, ctx: Context, problems: list[str]) -> int | None:
-    """Compare meta's tokenizer fields to the tokenizer in use; returns the vocab size ids must stay under."""
-    tok = ctx.tokenizer
-    if tok is None:
-        return meta.get("vocab_size")
-    if meta.get("tokenizer_sha256") != tok.sha256:
-        problems.append(
-            f"built with tokenizer sha256 {meta.get('tokenizer_sha256')}, but {ctx.tokenizer_path} has sha256 "
-            f"{tok.sha256}; rebuild this cache with the current tokenizer (or verify with --tokenizer <its model>)"
-        )
-    if meta.get("vocab_size") != tok.vocab_size:
-        problems.append(f"vocab_size {meta.get('vocab_size')} in meta.json, the tokenizer has {tok.vocab_size}")
-    if meta.get("special_token_ids") != tok.special_ids:
-        problems.append(
-            f"special_token_ids {meta.get('special_token_ids')} in meta.json, the tokenizer has {tok.special_ids}"
-        )
-    return tok.vocab_size
-
-
-def _ids_in_vocab(where: str, scan, vocab: int | None, problems: list[str]) -> None:
-    if vocab is not None and scan.first_out_of_vocab is not None:
-        problems.append(
-            f"{where}: token id {scan.max_id:,} >= vocab_size {vocab:,} "
-            f"(first bad id at token {scan.first_out_of_vocab:,})"
-        )
-
-
-def _hash_matches(where: str, got: str | None, want: str | None, problems: list[str]) -> None:
-    if got is not None and got != want:
-        problems.append(
-            f"{where}: sha256 {_short(got)}... does not match meta.json's {_short(want)}... (changed after the build)"
-        )
-
-
-def _even_size(path: Path, where: str, problems: list[str]) -> int | None:
-    """Tokens in `path`, or None (problem recorded) if it is missing or has an odd byte size."""
-    if not path.is_file():
-        problems.append(f"{where}: missing; {REBUILD}")
-        return None
-    size = path.stat().st_size
-    if size % TOKEN_DTYPE.itemsize:
-        problems.append(f"{where}: {size:,} bytes is odd, not a whole number of uint16 tokens (truncated?)")
-        return None
-    return size // TOKEN_DTYPE.itemsize
-
-
-def verify_tokenizer(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
-    model = art.path / meta.get("model_file", TOKENIZER_MODEL)
-    if not model.is_file():
-        c.problems.append(f"{model}: missing; {REBUILD}")
-        return
-    sha = sha256_file(model)
-    if sha != meta.get("sha256"):
-        c.problems.append(f"{model.name}: sha256 {sha} does not match meta.json's {meta.get('sha256')}")
-    tok = ctx.tokenizer if ctx.tokenizer is not None and Path(ctx.tokenizer_path) == model else None
-    if tok is None:
-        from niels_gpt.tokenizer import SentencePieceTokenizer
-
-        try:
-            tok = SentencePieceTokenizer(model)
-        except ValueError as e:
-            c.problems.append(str(e))
-            return
-    if tok.vocab_size != meta.get("vocab_size") or tok.special_ids != meta.get("special_token_ids"):
-        c.problems.append(
-            f"{model.name}: {tok.vocab_size:,} ids, specials {tok.special_ids}; meta.json says "
-            f"{meta.get('vocab_size')}, {meta.get('special_token_ids')}"
-        )
-    c.detail = f"{tok.vocab_size:,} ids, sha256 {_short(sha)}"
-
-
-def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
-    vocab = _tokenizer_matches(meta, ctx, c.problems)
-    eot = meta.get("eot_id")
-    totals = []
-    for split in SPLITS:
-        listed = (meta.get("shards") or {}).get(split, [])
-        try:
-            on_disk = [p.name for p in list_shards(art.path / split)]
-        except NotADirectoryError:
-            on_disk = []
-        names = [s.get("file") for s in listed]
-        for name in sorted(set(on_disk) - set(names)):
-            c.problems.append(f"{split}/{name}: on disk but not listed in meta.json (stale shard?); {REBUILD}")
-        n_split, after_eot, last, n_eot, problems_before = 0, True, None, 0, len(c.problems)
-        for s in listed:
-            where = f"{split}/{s.get('file')}"
-            n = _even_size(art.path / split / s.get("file", "?"), where, c.problems)
-            if n is None:
-                continue
-            if n != s.get("tokens"):
-                c.problems.append(f"{where}: {n:,} tokens, meta.json says {s.get('tokens')}")
-            scan = scan_tokens(
-                art.path / split / s["file"],
-                hash=not ctx.quick,
-                vocab_size=vocab,
-                eot_id=eot,
-                after_eot=after_eot,
-                on_bytes=ctx.on_bytes,
-            )
-            _hash_matches(where, scan.sha256, s.get("sha256"), c.problems)
-            _ids_in_vocab(where, scan, vocab, c.problems)
-            n_split += n
-            n_eot += scan.n_eot
-            if scan.last_token is not None:
-                last, after_eot = scan.last_token, scan.last_token == eot
-        listed_total = sum(s.get("tokens") or 0 for s in listed)
-        if meta.get(f"{split}_tokens") != listed_total:
-            c.problems.append(
-                f"{split}: meta.json {split}_tokens={meta.get(f'{split}_tokens')} but its shards list {listed_total:,}"
-            )
-        if len(c.problems) == problems_before and f"{split}_documents" in meta:
-            docs = n_eot + int(last is not None and last != eot)  # a budget-cut last document has no eot
-            if docs != meta[f"{split}_documents"]:
-                c.problems.append(
-                    f"{split}: {docs:,} documents in the shards (eot ids), "
-                    f"meta.json says {meta[f'{split}_documents']:,}"
-                )
-        totals.append(f"{split} {n_split:,} tokens in {len(listed)} shard{'s' if len(listed) != 1 else ''}")
-    c.detail = ", ".join(totals)
-
-
-def _check_offsets(where: str, offsets, n_tok: int, n_examples, problems: list[str]) -> bool:
-    if offsets.ndim != 1 or offsets.dtype != OFFSET_DTYPE:
-        problems.append(f"{where}: expected a 1-D int64 array, got {offsets.dtype} with shape {offsets.shape}")
-        return False
-    if len(offsets) != n_examples:
-        problems.append(f"{where}: {len(offsets):,} offsets, meta.json counts {n_examples} examples")
-    if not len(offsets):
-        if n_tok:
-            problems.append(f"{where}: no offsets for {n_tok:,} tokens")
-        return not n_tok
-    ok = True
-    if offsets[0] != 0:
-        problems.append(f"{where}: first offset is {int(offsets[0]):,}, must be 0")
-        ok = False
-    bad = np.flatnonzero(np.diff(offsets) <= 0)
-    if len(bad):
-        i = int(bad[0])
-        problems.append(
-            f"{where}: offsets not strictly increasing ({len(bad):,} times; first at example {i + 1:,}: "
-            f"{int(offsets[i]):,} then {int(offsets[i + 1]):,})"
-        )
-        ok = False
-    if offsets[-1] >= n_tok:
-        problems.append(f"{where}: last offset {int(offsets[-1]):,} is not below the {n_tok:,} tokens of the file")
-        ok = False
-    return ok
-
-
-def _sft_split(art: Artifact, meta: dict, split: str, vocab, ctx: Context, problems: list[str]) -> str:
-    tok_name, idx_name = sft_tokens_name(split), sft_offsets_name(split)
-    files = meta.get("files") or {}
-    stats = (meta.get("splits") or {}).get(split, {})
-    n_tok = _even_size(art.path / tok_name, tok_name, problems)
-    idx_path = art.path / idx_name
-    if not idx_path.is_file():
-        problems.append(f"{idx_name}: missing; {REBUILD}")
-    if n_tok is None or not idx_path.is_file():
-        return f"{split} ?"
-    for want in (meta.get(f"{split}_tokens"), stats.get("num_tokens")):
-        if want is not None and want != n_tok:
-            problems.append(f"{tok_name}: {n_tok:,} tokens, meta.json says {want:,}")
-    for name, path in ((tok_name, art.path / tok_name), (idx_name, idx_path)):
-        want = files.get(name, {})
-        if "bytes" in want and path.stat().st_size != want["bytes"]:
-            problems.append(f"{name}: {path.stat().st_size:,} bytes, meta.json says {want['bytes']:,}")
-    scan = scan_tokens(art.path / tok_name, hash=not ctx.quick, vocab_size=vocab, on_bytes=ctx.on_bytes)
-    _hash_matches(tok_name, scan.sha256, files.get(tok_name, {}).get("sha256"), problems)
-    _ids_in_vocab(tok_name, scan, vocab, problems)
-    if not ctx.quick:
-        _hash_matches(idx_name, sha256_file(idx_path), files.get(idx_name, {}).get("sha256"), problems)
-    try:
-        offsets = np.load(idx_path, mmap_mode="r", allow_pickle=False)
-    except ValueError as e:
-        problems.append(f"{idx_name}: not a readable .npy array ({e})")
-        return f"{split} ?"
-    if not _check_offsets(idx_name, offsets, n_tok, meta.get(f"{split}_examples"), problems) or not len(offsets):
-        return f"{split} {len(offsets):,} examples"
-    special = meta.get("special_token_ids") or {}
-    tokens = open_tokens(art.path / tok_name)
-    roles = np.array([special.get(r, -1) for r in ROLE_NAMES])
-    not_role = np.flatnonzero(~np.isin(tokens[np.asarray(offsets)], roles))
-    if len(not_role):
-        i = int(not_role[0])
-        problems.append(
-            f"{tok_name}: {len(not_role):,} examples do not start with a role token (first: example {i:,}, "
-            f"token {int(tokens[int(offsets[i])])} at {int(offsets[i]):,})"
-        )
-    elif "num_label_tokens" in stats and special:
-        labels = sum(
-            int(loss_mask_from_tokens(tokens[lo:hi], special, example_starts=starts).sum())
-            for lo, hi, starts in example_blocks(offsets, n_tok)
-        )
-        if labels != stats["num_label_tokens"]:
-            problems.append(
-                f"{tok_name}: {labels:,} loss-active tokens, "
-                f"meta.json num_label_tokens says {stats['num_label_tokens']:,}"
-            )
-    return f"{split} {len(offsets):,} examples / {n_tok:,} tokens"
-
-
-def verify_sft(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
-    vocab = _tokenizer_matches(meta, ctx, c.problems)
-    c.detail = ", ".join(_sft_split(art, meta, split, vocab, ctx, c.problems) for split in SPLITS)
-
-
-def verify_stream(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
-    if not art.path.is_file():
-        c.problems.append(f"{art.path.name}: missing; {REBUILD}")
-        return
-    size = art.path.stat().st_size
-    if size != meta.get("n_bytes"):
-        c.problems.append(f"{art.path.name}: {size:,} bytes, meta says n_bytes={meta.get('n_bytes')}")
-    scan = scan_bytes(art.path, hash=not ctx.quick, on_bytes=ctx.on_bytes)
-    _hash_matches(art.path.name, scan.sha256, meta.get("sha256"), c.problems)
-    if scan.utf8_error:
-        c.problems.append(f"{art.path.name}: {scan.utf8_error}")
-    c.detail = f"{size:,} bytes"
-
+from niels_gpt.inspection.tree import Artifact, Selection, default_tokenizer_path, find_artifacts, stray_tmp_files
+from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
 
 VERIFIERS = {"tokenizer": verify_tokenizer, "pretrain": verify_pretrain, "sft": verify_sft, "stream": verify_stream}
 REQUIRED = {
@@ -317,7 +61,7 @@ def verify_artifact(art: Artifact, ctx: Context) -> Check:
     missing = [k for k in REQUIRED[art.kind] if k not in meta]
     if missing:
         c.problems.append(f"meta.json lacks required field(s) {', '.join(missing)}")
-    _format_version(meta, STREAM_FORMAT_VERSION if art.kind == "stream" else FORMAT_VERSION, c.problems)
+    format_version_problem(meta, STREAM_FORMAT_VERSION if art.kind == "stream" else FORMAT_VERSION, c.problems)
     if not missing:
         VERIFIERS[art.kind](art, meta, ctx, c)
     c.status = "FAIL" if c.problems else "ok"

@@ -61,6 +61,20 @@ def _budget_text(budgets: tuple[int | None, int | None]) -> str:
     return ", ".join(f"{split} {'all' if b is None else format(b, ',')}" for split, b in zip(SPLITS, budgets))
 
 
+def _not_built(cfg: dict, source: str, out_dir: str, dataset: dict, log: Callable[[str], None]) -> dict:
+    reason = f"sources.{source}.enabled is false"
+    meta = write_not_built_meta(
+        out_dir,
+        reason=reason,
+        seed=cfg["seed"],
+        shard_bytes=cfg["pretrain"]["shard_bytes"],
+        provenance={"source": source},
+        **dataset,
+    )
+    log(f"{source}: not built ({reason}); wrote {out_dir}/meta.json")
+    return meta
+
+
 def build_pretrain_source(
     cfg: dict,
     source: str,
@@ -81,17 +95,7 @@ def build_pretrain_source(
     out_dir = str(out_dir)
     dataset = {"dataset_name": scfg.get("dataset_id", source), "dataset_config": scfg.get("config")}
     if not scfg["enabled"]:
-        reason = f"sources.{source}.enabled is false"
-        meta = write_not_built_meta(
-            out_dir,
-            reason=reason,
-            seed=cfg["seed"],
-            shard_bytes=cfg["pretrain"]["shard_bytes"],
-            provenance={"source": source},
-            **dataset,
-        )
-        log(f"{source}: not built ({reason}); wrote {out_dir}/meta.json")
-        return meta
+        return _not_built(cfg, source, out_dir, dataset, log)
 
     from niels_gpt.tokenizer import SentencePieceTokenizer
 

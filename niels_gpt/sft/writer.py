@@ -140,6 +140,23 @@ def assign_splits(n: int, group_keys: Sequence | None, val_frac: float, seed: in
     return [g in held_out for g in group_keys], {"split_by": "group", "num_groups": num_groups}
 
 
+def _write_splits(pairs_list, is_val, split_info, tokenizer, out: Path, t_max, truncation, source) -> tuple[dict, dict]:
+    """Both splits under temporary names, with one progress bar; returns (per-split stats, files)."""
+    from tqdm import tqdm
+
+    splits, files = {}, {}
+    desc = f"sft {source or out.name}"
+    with tqdm(total=len(pairs_list), desc=desc, unit="ex", file=sys.stderr, disable=not sys.stderr.isatty()) as bar:
+        for split in SPLITS:
+            chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
+            res = _write_split(chosen, tokenizer, out, split, t_max, truncation, bar)
+            splits[split] = res["stats"]
+            files.update(res["files"])
+            if "num_groups" in split_info:
+                splits[split]["num_groups"] = split_info["num_groups"][split]
+    return splits, files
+
+
 def build_sft_cache(
     examples: Iterable,
     out_dir: str,
@@ -160,8 +177,6 @@ def build_sft_cache(
     `group_keys[i]` is example i's split group (all examples of a group land in one split); None
     splits by example. Deterministic: same examples, order and seed => byte-identical files.
     """
-    from tqdm import tqdm
-
     check_truncation(truncation)
     if t_max < 1:
         raise ValueError(f"t_max must be >= 1, got {t_max}")
@@ -173,22 +188,7 @@ def build_sft_cache(
         pairs_list = _buffer(examples, source)
         is_val, split_info = assign_splits(len(pairs_list), group_keys, val_frac, seed)
         out.mkdir(parents=True, exist_ok=True)
-        splits, files = {}, {}
-        bar = tqdm(
-            total=len(pairs_list),
-            desc=f"sft {source or out.name}",
-            unit="ex",
-            file=sys.stderr,
-            disable=not sys.stderr.isatty(),
-        )
-        with bar:
-            for split in SPLITS:
-                chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
-                res = _write_split(chosen, tokenizer, out, split, t_max, truncation, bar)
-                splits[split] = res["stats"]
-                files.update(res["files"])
-                if "num_groups" in split_info:
-                    splits[split]["num_groups"] = split_info["num_groups"][split]
+        splits, files = _write_splits(pairs_list, is_val, split_info, tokenizer, out, t_max, truncation, source)
         _publish(out, files)  # every file complete: move them into place, then meta.json last
         meta = {
             **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
@@ -201,10 +201,7 @@ def build_sft_cache(
             "template": TEMPLATE,
             "offset_dtype": OFFSET_DTYPE_NAME,
             "num_input_examples": len(pairs_list),
-            "train_examples": splits["train"]["num_examples"],
-            "val_examples": splits["val"]["num_examples"],
-            "train_tokens": splits["train"]["num_tokens"],
-            "val_tokens": splits["val"]["num_tokens"],
+            **{f"{split}_{what}": splits[split][f"num_{what}"] for what in ("examples", "tokens") for split in SPLITS},
             "num_dropped": {s: splits[s]["num_dropped"] for s in SPLITS},
             "splits": splits,
             "files": files,

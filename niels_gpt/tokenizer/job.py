@@ -60,10 +60,53 @@ def _remove_outputs(out_dir: Path) -> None:
     (out_dir / TOKENIZER_MODEL).unlink(missing_ok=True)
 
 
+def _adopt(src: Path, model_path: Path):
+    """Copy an existing model in; refuse (and remove the copy) if it lacks the control specials."""
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    if not src.is_file():
+        raise FileNotFoundError(
+            f"tokenizer.model_path: {src} does not exist (set it to a .model file or null to train one)"
+        )
+    with open(src, "rb") as fin, atomic_open(model_path, "wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    try:
+        return SentencePieceTokenizer(model_path), {"adopted_from": str(src)}
+    except ValueError:
+        model_path.unlink(missing_ok=True)
+        raise
+
+
+def _train(cfg: dict, model_path: Path):
+    """Train on the seeded sample of the enabled pretrain sources; returns (tokenizer, what it read)."""
+    from niels_gpt.tokenizer import train_sentencepiece
+
+    tcfg = cfg["tokenizer"]
+    sources = tokenizer_sources(cfg)
+    if not sources:
+        raise ValueError("tokenizer: no pretrain source is enabled to sample training text from (sources.*.enabled)")
+    stats: dict[str, dict] = {}
+    print(f"tokenizer: sampling up to {tcfg['sample_chars']:,} chars from {', '.join(sources)}", flush=True)
+    tok = train_sentencepiece(
+        _sample(cfg, sources, stats),
+        model_path,
+        vocab_size=tcfg["vocab_size"],
+        model_type=tcfg["model_type"],
+        character_coverage=tcfg["character_coverage"],
+        num_threads=tcfg["num_threads"],
+    )
+    trained_on = {
+        "sources": stats,
+        "total_chars": sum(s["chars"] for s in stats.values()),
+        "sample_chars_cap": tcfg["sample_chars"],
+        "demo": cfg["demo"],
+        "seed": cfg["seed"],
+    }
+    return tok, trained_on
+
+
 def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     """Train (or adopt) the tokenizer into `out_dir`; returns the meta it wrote."""
-    from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
-
     tcfg = cfg["tokenizer"]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,42 +114,9 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     model_path = out_dir / TOKENIZER_MODEL
     started = time.time()
     if tcfg["model_path"]:
-        src = Path(tcfg["model_path"])
-        if not src.is_file():
-            raise FileNotFoundError(
-                f"tokenizer.model_path: {src} does not exist (set it to a .model file or null to train one)"
-            )
-        with open(src, "rb") as fin, atomic_open(model_path, "wb") as fout:
-            shutil.copyfileobj(fin, fout)
-        try:
-            tok = SentencePieceTokenizer(model_path)
-        except ValueError:
-            model_path.unlink(missing_ok=True)
-            raise
-        trained_on = {"adopted_from": str(src)}
+        tok, trained_on = _adopt(Path(tcfg["model_path"]), model_path)
     else:
-        sources = tokenizer_sources(cfg)
-        if not sources:
-            raise ValueError(
-                "tokenizer: no pretrain source is enabled to sample training text from (sources.*.enabled)"
-            )
-        stats: dict[str, dict] = {}
-        print(f"tokenizer: sampling up to {tcfg['sample_chars']:,} chars from {', '.join(sources)}", flush=True)
-        tok = train_sentencepiece(
-            _sample(cfg, sources, stats),
-            model_path,
-            vocab_size=tcfg["vocab_size"],
-            model_type=tcfg["model_type"],
-            character_coverage=tcfg["character_coverage"],
-            num_threads=tcfg["num_threads"],
-        )
-        trained_on = {
-            "sources": stats,
-            "total_chars": sum(s["chars"] for s in stats.values()),
-            "sample_chars_cap": tcfg["sample_chars"],
-            "demo": cfg["demo"],
-            "seed": cfg["seed"],
-        }
+        tok, trained_on = _train(cfg, model_path)
     meta = {
         "kind": "tokenizer",
         "format_version": FORMAT_VERSION,
