@@ -162,16 +162,6 @@ def verb_ing(v: str) -> str:
     return v + "ing"
 
 
-def adverb(adj: str) -> str:
-    if adj.endswith("y") and len(adj) > 2:
-        return adj[:-1] + "ily"
-    if adj.endswith("ic"):
-        return adj + "ally"
-    if adj.endswith("le"):
-        return adj[:-1] + "y"
-    return adj + "ly"
-
-
 def roman(n: int) -> str:
     out = []
     for value, sym in ROMAN:

@@ -14,7 +14,6 @@ from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
 
 DATASET_ID = "nikolina-p/gutenberg_clean_en_splits"
-FALLBACK_DATASET_ID = "manu/project_gutenberg"  # raw, all languages; its splits are language codes
 SOURCE = "gutenberg"
 META_FIELDS = ("id", "title", "book_id")
 

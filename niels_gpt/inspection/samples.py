@@ -34,16 +34,7 @@ DEFAULT_BYTES = 400  # stream window: about as much text as a pretrain window
 
 def decode_named(tokenizer, ids) -> str:
     """Ordinary ids decoded in runs; each special id shown as `<|name|>`."""
-    by_id = {v: f"<|{k}|>" for k, v in tokenizer.special_ids.items()}
-    out, run = [], []
-    for i in (int(t) for t in ids):
-        if i in by_id:
-            out += [tokenizer.decode(run), by_id[i]]
-            run = []
-        else:
-            run.append(i)
-    out.append(tokenizer.decode(run))
-    return "".join(out)
+    return tokenizer.decode_with_specials(ids, short_names=True)
 
 
 def render_example(tokenizer, ids, mask, *, color: bool = False) -> str:

@@ -79,17 +79,17 @@ class SentencePieceTokenizer:
         """Text of ordinary pieces; special ids decode to nothing (see `decode_with_specials`)."""
         return self._sp.decode(list(ids))
 
-    def decode_with_specials(self, ids: Iterable[int]) -> str:
-        """Like `decode`, but special ids appear as their literal strings (for inspection)."""
-        by_id = {v: SPECIAL_TOKENS[k] for k, v in self.special_ids.items()}
+    def decode_with_specials(self, ids: Iterable[int], *, short_names: bool = False) -> str:
+        """Like `decode`, but special ids appear as their literal strings, or as `<|sys|>`, `<|usr|>`,
+        `<|asst|>`, `<|eot|>` with `short_names` (what `inspect` shows)."""
+        by_id = {v: f"<|{k}|>" if short_names else SPECIAL_TOKENS[k] for k, v in self.special_ids.items()}
         out, run = [], []
-        for i in ids:
+        for i in (int(t) for t in ids):
             if i in by_id:
-                out.append(self._sp.decode(run))
-                out.append(by_id[i])
+                out += [self._sp.decode(run), by_id[i]]
                 run = []
             else:
-                run.append(int(i))
+                run.append(i)
         out.append(self._sp.decode(run))
         return "".join(out)
 
