@@ -1,6 +1,6 @@
-"""Mixed byte batches per second: niels_gpt.batching vs seed 002's reference implementation.
+"""Mixed byte batches per second: niels_gpt.batching vs a straightforward reference implementation.
 
-Reference (written here, as seed 002 describes it): torch.multinomial for the B source choices, then
+Reference (written here, the obvious way): torch.multinomial for the B source choices, then
 per row one torch.randint and `torch.tensor(list(chunk))`, stacked. Candidates: `get_batch` (validates
 the sources and p on every call) and `StreamBatcher.get_batch` (validated once). Synthetic sources of
 ~10 MB in total; reference and candidates are interleaved in one process, several rounds; medians.
@@ -54,7 +54,7 @@ def main() -> None:
     batcher = StreamBatcher(sources, p=p, T=T, device="cpu")
     g = torch.Generator().manual_seed(0)
     candidates = {
-        "reference (seed 002)": lambda: reference_get_batch(sources, p=p, B=B, T=T, device="cpu", generator=g),
+        "reference (per-row list)": lambda: reference_get_batch(sources, p=p, B=B, T=T, device="cpu", generator=g),
         "get_batch": lambda: get_batch(sources, p=p, B=B, T=T, device="cpu", generator=g),
         "StreamBatcher.get_batch": lambda: batcher.get_batch(B, g),
     }
@@ -67,7 +67,7 @@ def main() -> None:
 
     total = sum(SOURCE_BYTES.values())
     print(f"byte batches, B={B} T={T}, {len(sources)} sources, {total:,} bytes, {args.rounds} rounds (medians)")
-    ref = rates["reference (seed 002)"]
+    ref = rates["reference (per-row list)"]
     for name, r in rates.items():
         ratios = [c / rr for c, rr in zip(r, ref)]
         print(

@@ -35,7 +35,7 @@ from scripts.sample_oasst import DETOXIFY_KEYS, build_trees
 from scripts.sample_text import Writer
 
 ROW_GROUP_ROWS = 1_000  # fixed, so the parquet layout does not depend on pyarrow's defaults
-DIALOGUE_DELIMITER = "\n\n<dialogue>\n\n"  # seed 002's primer.txt separator
+DIALOGUE_DELIMITER = "\n\n<dialogue>\n\n"  # the primer.txt separator (sources.primer.delimiter)
 
 FINEWEB_SCHEMA = pa.schema(
     [

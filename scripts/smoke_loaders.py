@@ -1,6 +1,6 @@
-"""Print two samples from every loader; exit non-zero on any exception (seed 004's smoke script).
+"""Print two samples from every loader; exit non-zero on any exception.
 
-    python -m scripts.smoke_loaders            # the hub (network), seed 004's defaults, take=2
+    python -m scripts.smoke_loaders            # the hub (network), the loaders' defaults, take=2
     python -m scripts.smoke_loaders --demo     # offline: the bundled sample data via config demo=true
 
 --demo goes through `niels_gpt.data.registry` with the validated config (demo=true), so it reads

@@ -1,4 +1,4 @@
-"""Mixed-source byte batches (seed 002): shapes, values, shift, determinism, errors, mixture shares."""
+"""Mixed-source byte batches: shapes, values, shift, determinism, errors, mixture shares."""
 
 from __future__ import annotations
 

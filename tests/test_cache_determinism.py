@@ -1,4 +1,4 @@
-"""Same texts + same seed => byte-identical pretrain caches (seed 000 acceptance test 4)."""
+"""Same texts + same seed => byte-identical pretrain caches."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""render_chat_sft (seed 001's template and labels) and the token-level mask that must agree with it."""
+"""render_chat_sft (the template and its assistant-only labels) and the token-level mask that must agree with it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""dolly-15k -> ChatSample: seed 004's mapping exactly, meta, and the seeded torch shuffle."""
+"""dolly-15k -> ChatSample: the row mapping exactly, meta, and the seeded torch shuffle."""
 
 from __future__ import annotations
 

@@ -21,3 +21,13 @@ def test_ci_runs_the_readme_test_command():
     assert "snakemake -j4 cache/all --config demo=true" in demo
     assert "pytest" in test and "torch==2.13.0" in test
     assert test in (ROOT / ".ci" / "run").read_text()
+
+
+def test_layout_tree_lists_every_module_once():
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    listed = re.findall(r"^(niels_gpt/\S+\.(?:py|yaml))\s", block, re.M)
+    on_disk = sorted(
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "niels_gpt").rglob("*") if p.suffix in (".py", ".yaml")
+    )
+    assert sorted(listed) == on_disk and len(listed) == len(set(listed))

@@ -1,4 +1,4 @@
-"""Byte streams (seed 002): building, meta-based cache reuse and invalidation, gating, length guard, CLI."""
+"""Byte streams: building, meta-based cache reuse and invalidation, gating, length guard, CLI."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def make_workdir(dest: Path) -> Path:
     (dest / "data").mkdir()
     (dest / "data" / "sample").symlink_to(ROOT / "data" / "sample")
     for name in ("primer.jsonl", "primer.txt"):
-        shutil.copy2(ROOT / "data" / name, dest / "data" / name)  # keep mtimes: stream metas record them (seed 002)
+        shutil.copy2(ROOT / "data" / name, dest / "data" / name)  # keep mtimes: stream metas record them
     shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
     (dest / "overrides.yaml").write_text(json.dumps(SMALL))
     return dest

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from niels_gpt.cache.meta import write_meta
-from niels_gpt.layout import FORMAT_VERSION, META
+from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.pretrain.encode import encoded_batches
 from niels_gpt.pretrain.shards import DEFAULT_SHARD_BYTES, ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.token_files import TOKEN_BYTES, TOKEN_DTYPE_NAME
@@ -141,6 +141,17 @@ def base_meta(*, tokenizer, seed, shard_bytes) -> dict:
     }
 
 
+def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buffer, val_doc_prob):
+    """Check budgets, clear the previous build, open one ShardWriter per split; returns (out, writers, meta)."""
+    _check_budgets(*budgets, shard_bytes)
+    out = prepare_out_dir(out_dir)
+    writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=b) for split, b in zip(SPLITS, budgets)}
+    meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
+    meta.update(val_doc_prob=val_doc_prob, shuffle_buffer=shuffle_buffer)
+    meta.update({f"max_{split}_tokens": b for split, b in zip(SPLITS, budgets)})
+    return out, writers, meta
+
+
 def build_pretrain_cache(
     texts: Iterable,
     out_dir: str,
@@ -160,21 +171,13 @@ def build_pretrain_cache(
     """One stream of documents (str or PretrainSample) -> train/val shards by the seeded rule; returns meta."""
     import torch
 
-    _check_budgets(max_train_tokens, max_val_tokens, shard_bytes)
     if not 0.0 <= val_doc_prob <= 1.0:
         raise ValueError(f"val_doc_prob must be in [0, 1], got {val_doc_prob}")
-    out = prepare_out_dir(out_dir)
-    train = ShardWriter(out / "train", shard_bytes=shard_bytes, budget=max_train_tokens)
-    val = ShardWriter(out / "val", shard_bytes=shard_bytes, budget=max_val_tokens)
-    meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
+    budgets = (max_train_tokens, max_val_tokens)
+    out, writers, meta = _start(out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, val_doc_prob)
+    train, val = writers["train"], writers["val"]
+    meta["split_rule"] = STREAM_SPLIT_RULE.format(p=val_doc_prob)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
-    meta.update(
-        split_rule=STREAM_SPLIT_RULE.format(p=val_doc_prob),
-        val_doc_prob=val_doc_prob,
-        shuffle_buffer=shuffle_buffer,
-        max_train_tokens=max_train_tokens,
-        max_val_tokens=max_val_tokens,
-    )
 
     def fill() -> dict:
         g = torch.Generator().manual_seed(seed)
@@ -198,7 +201,7 @@ def build_pretrain_cache(
                         dest.n_documents += 1
         return {"documents_seen": seen}
 
-    return _run(out, {"train": train, "val": val}, fill, meta, source)
+    return _run(out, writers, fill, meta, source)
 
 
 def build_pretrain_cache_presplit(
@@ -218,20 +221,9 @@ def build_pretrain_cache_presplit(
     num_threads: int = -1,
 ) -> dict:
     """Sources with their own train/val documents -> shards (train first, then val); returns meta."""
-    _check_budgets(max_train_tokens, max_val_tokens, shard_bytes)
-    out = prepare_out_dir(out_dir)
-    writers = {
-        "train": ShardWriter(out / "train", shard_bytes=shard_bytes, budget=max_train_tokens),
-        "val": ShardWriter(out / "val", shard_bytes=shard_bytes, budget=max_val_tokens),
-    }
-    meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
+    budgets = (max_train_tokens, max_val_tokens)
+    out, writers, meta = _start(out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, None)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
-    meta.update(
-        val_doc_prob=None,
-        shuffle_buffer=shuffle_buffer,
-        max_train_tokens=max_train_tokens,
-        max_val_tokens=max_val_tokens,
-    )
 
     def fill() -> dict:
         with _progress((max_train_tokens, max_val_tokens), str(out)) as bar:

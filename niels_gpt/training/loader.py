@@ -208,12 +208,10 @@ class MixedLoader:
         """Sources `{cache_dir}/pretrain/{name}/{split}` for every name with weight > 0."""
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
-        check_mixture(p, p, what="pretrain p")
-        sources = {}
-        for name in _weighted(p):
-            root = Path(layout.pretrain_dir(cache_dir, name))
-            _refuse_not_built(root, name, p[name])
-            sources[name] = PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
+        def open_source(root: Path):
+            return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
+
+        sources = _open_weighted(p, layout.pretrain_dir, cache_dir, open_source)
         return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size)
 
     @classmethod
@@ -234,13 +232,22 @@ class MixedLoader:
         """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
-        check_mixture(p, p, what="sft p")
-        sources = {}
-        for name in _weighted(p):
-            root = Path(layout.sft_dir(cache_dir, name))
-            _refuse_not_built(root, name, p[name])
-            sources[name] = SFTExampleDataset.from_cache_dir(root, split, T=T, device=device, tokenizer=tokenizer)
+        def open_source(root: Path):
+            return SFTExampleDataset.from_cache_dir(root, split, T=T, device=device, tokenizer=tokenizer)
+
+        sources = _open_weighted(p, layout.sft_dir, cache_dir, open_source)
         return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size)
+
+
+def _open_weighted(p: Mapping[str, float], source_dir, cache_dir, open_source) -> dict:
+    """`open_source(its folder)` for every source with weight > 0, after refusing one that was not built."""
+    check_mixture(p, p, what="loader mixture p")
+    sources = {}
+    for name, weight in _weighted(p).items():
+        root = Path(source_dir(cache_dir, name))
+        _refuse_not_built(root, name, weight)
+        sources[name] = open_source(root)
+    return sources
 
 
 def _weighted(p: Mapping[str, float]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Random-window sampling of PretrainTokenStreamDataset (seed 000 acceptance test 2, SPEC section 6)."""
+"""Random-window sampling of PretrainTokenStreamDataset: y is x shifted, ids in vocab, every window equally likely."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`build-all`: every cache in one process, for users without Snakemake (seed 000), then `verify`."""
+"""`build-all`: every cache in one process, for users without Snakemake, then `verify`."""
 
 from __future__ import annotations
 
