@@ -6,10 +6,14 @@ Template, one block per message, in the order given (no reordering, no alternati
     <usr>  {content ids} <eot>      user
     <asst> {content ids} <eot>      assistant
 
-Role and eot ids are inserted explicitly from `tokenizer.special_ids`; content goes through
-`tokenizer.encode(content)`, which never yields a special id (they are control symbols), so a
+Role and eot ids are inserted explicitly from `tokenizer.special_ids`; each content is encoded on
+its own (`tokenizer.encode_batch`), which never yields a special id (they are control symbols), so a
 message quoting `<|ngpt_eot_...|>` is ordinary text. The eot after the last message is optional
 (`add_final_eot=False`, for prompting a model).
+
+`render_chats` renders many examples at once into `RenderedChats` (uint16 tokens, bool loss mask,
+per-example lengths: compact arrays a worker process can hand back cheaply); `render_chat_sft` is the
+same for one chat, as Python lists.
 
 Labels: the token id on assistant content and on the assistant's eot (so the model learns to
 stop), -100 (ignore_index) everywhere else, role tokens included. An example without an
@@ -22,10 +26,15 @@ before p is asst and token p is not itself a role token.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from niels_gpt.special_tokens import ROLE_TO_SPECIAL
+from niels_gpt.token_files import TOKEN_DTYPE
 
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 ROLE_NAMES = tuple(ROLE_TO_SPECIAL.values())  # ("sys", "usr", "asst"): the role tokens
@@ -60,55 +69,59 @@ def normalize_messages(messages: Any, *, where: str = "example") -> list[tuple[s
     return out
 
 
-def assemble(
-    pairs: Sequence[tuple[str, str]],
-    content_ids: Sequence[Sequence[int]],
-    special_ids: Mapping[str, int],
-    *,
-    add_final_eot: bool = True,
-) -> tuple[list[int], list[int]]:
-    """input_ids and labels from validated (role, content) pairs and their encoded contents."""
-    eot = special_ids["eot"]
-    input_ids: list[int] = []
-    labels: list[int] = []
-    last = len(pairs) - 1
-    for i, ((role, _), ids) in enumerate(zip(pairs, content_ids, strict=True)):
-        is_asst = role == "assistant"
-        block = [special_ids[ROLE_TO_SPECIAL[role]], *ids]
-        if add_final_eot or i < last:
-            block.append(eot)
-        input_ids.extend(block)
-        if is_asst:
-            labels.append(IGNORE_INDEX)
-            labels.extend(block[1:])
-        else:
-            labels.extend([IGNORE_INDEX] * len(block))
-    return input_ids, labels
+@dataclass(frozen=True)
+class RenderedChats:
+    """Examples rendered back to back, as compact arrays.
+
+    tokens   uint16 input_ids of every example, concatenated in input order
+    mask     bool, one per token: True where the token is a loss-active target (its label is its id),
+             i.e. assistant content and the assistant's eot; False where the label is IGNORE_INDEX
+    lengths  int64 token count of each example (example i is tokens[sum(lengths[:i]):][:lengths[i]])
+    """
+
+    tokens: np.ndarray
+    mask: np.ndarray
+    lengths: np.ndarray
+
+
+def render_chats(
+    tokenizer, examples: Sequence[Sequence[tuple[str, str]]], *, add_final_eot: bool = True
+) -> RenderedChats:
+    """Render validated examples ((role, content) pairs, see normalize_messages) with the template.
+
+    Every content is encoded independently in one `encode_batch` call; the blocks are then laid out
+    with array arithmetic (no Python loop per token): message m of length c_m occupies
+    [start_m, start_m + c_m + 2): its role id, its content ids, eot (no eot after an example's last
+    message when `add_final_eot` is False). The SFT writer runs this in worker processes.
+    """
+    roles = [role for pairs in examples for role, _ in pairs]
+    contents = [content for pairs in examples for _, content in pairs]
+    ids = tokenizer.encode_batch(contents, num_threads=1)
+    content_len = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    per_example = np.fromiter(map(len, examples), dtype=np.int64, count=len(examples))
+    has_eot = np.ones(len(ids), dtype=bool)
+    if not add_final_eot:
+        has_eot[np.cumsum(per_example) - 1] = False
+    block = content_len + 1 + has_eot  # role + content + eot
+    start = np.cumsum(block) - block
+    tokens = np.empty(int(block.sum()), dtype=TOKEN_DTYPE)
+    special = tokenizer.special_ids
+    tokens[start] = [special[ROLE_TO_SPECIAL[r]] for r in roles]
+    content_start = np.cumsum(content_len) - content_len  # where each content begins in `flat`
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=TOKEN_DTYPE, count=int(content_len.sum()))
+    tokens[np.repeat(start + 1 - content_start, content_len) + np.arange(len(flat))] = flat
+    tokens[(start + 1 + content_len)[has_eot]] = special["eot"]
+    mask = np.repeat(np.array([r == "assistant" for r in roles], dtype=bool), block)
+    mask[start] = False  # the role token itself is never a target
+    first_message = np.cumsum(per_example) - per_example
+    lengths = np.add.reduceat(block, first_message) if len(block) else np.zeros(0, dtype=np.int64)
+    return RenderedChats(tokens, mask, lengths.astype(np.int64))
 
 
 def render_chat_sft(tokenizer, messages, *, add_final_eot: bool = True) -> tuple[list[int], list[int]]:
     """(input_ids, labels) of one chat; see the module docstring for the template and labels."""
-    pairs = normalize_messages(messages)
-    content_ids = [tokenizer.encode(content) for _, content in pairs]
-    return assemble(pairs, content_ids, tokenizer.special_ids, add_final_eot=add_final_eot)
-
-
-def render_chat_sft_batch(
-    tokenizer, examples: Sequence[Sequence[tuple[str, str]]], *, add_final_eot: bool = True
-) -> list[tuple[list[int], list[int]]]:
-    """render_chat_sft over validated examples, encoding every content in one batched call.
-
-    Same output as render_chat_sft per example (the cache roundtrip test checks it); used by the
-    SFT writer, where one `encode_batch` per few hundred examples is several times faster.
-    """
-    contents = [content for pairs in examples for _, content in pairs]
-    encode_batch = getattr(tokenizer, "encode_batch", None)
-    encoded = encode_batch(contents) if encode_batch else [tokenizer.encode(c) for c in contents]
-    out, k = [], 0
-    for pairs in examples:
-        out.append(assemble(pairs, encoded[k : k + len(pairs)], tokenizer.special_ids, add_final_eot=add_final_eot))
-        k += len(pairs)
-    return out
+    r = render_chats(tokenizer, [normalize_messages(messages)], add_final_eot=add_final_eot)
+    return r.tokens.tolist(), np.where(r.mask, r.tokens.astype(np.int64), IGNORE_INDEX).tolist()
 
 
 def loss_mask_from_tokens(tokens, special_ids: Mapping[str, int], *, example_starts=None):
@@ -119,8 +132,6 @@ def loss_mask_from_tokens(tokens, special_ids: Mapping[str, int], *, example_sta
     each example start, so an example never inherits its predecessor's role. Vectorized; runs in
     chunks so temporaries stay bounded on multi-GB inputs.
     """
-    import numpy as np
-
     tokens = np.asarray(tokens)
     n = tokens.shape[0]
     role_ids = np.array([special_ids[name] for name in ROLE_NAMES], dtype=np.int64)

@@ -84,6 +84,17 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_num_threads_arg(parser: argparse.ArgumentParser) -> None:
+    """--num-threads: how many CPUs a tokenizing build uses (its encoding worker processes)."""
+    parser.add_argument(
+        "--num-threads",
+        type=int,
+        default=-1,
+        help="CPUs to tokenize with: that many encoding worker processes; the output does not depend on it "
+        "(default: -1 = every CPU this process may use)",
+    )
+
+
 def nested(dotted: Mapping[str, Any]) -> dict:
     """{"a.b": 1} -> {"a": {"b": 1}}."""
     out: dict = {}

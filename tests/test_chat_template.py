@@ -7,7 +7,7 @@ import pytest
 from sft_chats import random_chats
 
 import niels_gpt.chat_template as ct
-from niels_gpt.chat_template import loss_mask_from_tokens, render_chat_sft, render_chat_sft_batch
+from niels_gpt.chat_template import loss_mask_from_tokens, render_chat_sft, render_chats
 from niels_gpt.data.types import ChatMessage
 from niels_gpt.special_tokens import SPECIAL_TOKENS
 
@@ -95,10 +95,32 @@ def test_eot_inside_content_is_not_special(tiny_tokenizer):
     assert tok.decode(ids) == content + content
 
 
-def test_batch_renderer_equals_single(tiny_tokenizer):
-    chats = random_chats(60, seed=3)
+def reference_render(tok, pairs, add_final_eot):
+    """The template written out message by message with plain lists (what render_chats vectorizes)."""
+    sp, ids, labels = tok.special_ids, [], []
+    role_token = {"system": sp["sys"], "user": sp["usr"], "assistant": sp["asst"]}
+    for i, (role, content) in enumerate(pairs):
+        block = [role_token[role], *tok.encode(content)]
+        if add_final_eot or i < len(pairs) - 1:
+            block.append(sp["eot"])
+        ids += block
+        labels += [-100] + (block[1:] if role == "assistant" else [-100] * (len(block) - 1))
+    return ids, labels
+
+
+@pytest.mark.parametrize("add_final_eot", [True, False])
+def test_batch_rendering_follows_the_template_message_by_message(tiny_tokenizer, add_final_eot):
+    chats = random_chats(60, seed=3) + [[{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]]
     pairs = [ct.normalize_messages(c) for c in chats]
-    assert render_chat_sft_batch(tiny_tokenizer, pairs) == [render_chat_sft(tiny_tokenizer, c) for c in chats]
+    r = render_chats(tiny_tokenizer, pairs, add_final_eot=add_final_eot)
+    assert r.tokens.dtype == np.dtype("<u2") and r.mask.dtype == bool and len(r.lengths) == len(chats)
+    assert len(r.tokens) == len(r.mask) == r.lengths.sum()
+    bounds = np.r_[0, np.cumsum(r.lengths)]
+    for k, p in enumerate(pairs):
+        ids, labels = reference_render(tiny_tokenizer, p, add_final_eot)
+        assert r.tokens[bounds[k] : bounds[k + 1]].tolist() == ids
+        assert r.mask[bounds[k] : bounds[k + 1]].tolist() == [v != -100 for v in labels]
+        assert render_chat_sft(tiny_tokenizer, chats[k], add_final_eot=add_final_eot) == (ids, labels)
 
 
 @pytest.mark.parametrize("add_final_eot", [True, False])

@@ -17,6 +17,7 @@ from niels_gpt.data.types import PretrainSample
 from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
 from niels_gpt.token_files import list_shards
+from niels_gpt.tokenizer import workers
 
 
 def split_tokens(out: Path, split: str) -> np.ndarray:
@@ -135,7 +136,35 @@ def test_reading_stops_once_both_budgets_are_full(tmp_path, tiny_tokenizer):
         endless(), tmp_path, tiny_tokenizer, max_train_tokens=2000, max_val_tokens=200, val_doc_prob=0.25
     )
     assert (meta["train_tokens"], meta["val_tokens"]) == (2000, 200)
-    assert next(pulled) <= meta["documents_seen"] + (batch_encode.ENCODE_AHEAD + 1) * batch_encode.BATCH_DOCS
+    in_flight = workers.AHEAD_PER_WORKER * workers.available_cpus()  # batches read ahead of the writer
+    assert next(pulled) <= meta["documents_seen"] + (in_flight + 1) * batch_encode.BATCH_DOCS
+
+
+@pytest.mark.parametrize("presplit", [False, True])
+def test_shards_are_identical_for_one_two_and_three_workers(tmp_path, tiny_tokenizer, monkeypatch, presplit):
+    monkeypatch.setattr(batch_encode, "BATCH_DOCS", 7)  # many batches: workers finish out of order
+    texts = tiny_corpus(120, seed=21) + ["", "   "]
+    hashes = []
+    for n in (1, 2, 3):
+        out = tmp_path / str(n)
+        if presplit:
+            meta = build_pretrain_cache_presplit(
+                texts[:90],
+                texts[90:],
+                str(out),
+                tokenizer=tiny_tokenizer,
+                max_train_tokens=None,
+                max_val_tokens=None,
+                seed=7,
+                shard_bytes=256,
+                num_threads=n,
+            )
+        else:
+            meta = build_stream(texts, out, tiny_tokenizer, shard_bytes=256, num_threads=n)
+        hashes.append({s: [x["sha256"] for x in meta["shards"][s]] for s in ("train", "val")})
+        assert meta["train_tokens"] > 0 and meta["val_tokens"] > 0
+    assert hashes[0] == hashes[1] == hashes[2]
+    assert len(hashes[0]["train"]) > 3
 
 
 def test_shards_rotate_at_shard_bytes_and_meta_lists_them(tmp_path, tiny_tokenizer):

@@ -14,6 +14,7 @@ from niels_gpt.chat_template import render_chat_sft
 from niels_gpt.data.types import ChatMessage, ChatSample
 from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.layout import sft_file_names as output_names
+from niels_gpt.sft import writer as sft_writer
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.splits import val_groups, val_mask
 
@@ -72,6 +73,18 @@ def test_rebuild_is_byte_identical_and_seed_changes_split(tiny_tokenizer, tmp_pa
     build(tiny_tokenizer, tmp_path / "c", seed=7)
     assert digests(tmp_path / "a") == digests(tmp_path / "b")
     assert digests(tmp_path / "a")["val_idx.npy"] != digests(tmp_path / "c")["val_idx.npy"]
+
+
+def test_files_are_identical_for_one_two_and_three_workers(tiny_tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setattr(sft_writer, "ENCODE_BATCH", 9)  # many batches: workers finish out of order
+    chats = random_chats(300, seed=5)
+    digests, metas = [], []
+    for n in (1, 2, 3):
+        metas.append(build(tiny_tokenizer, tmp_path / str(n), chats=chats, t_max=48, num_threads=n))
+        digests.append({name: sha256_file(tmp_path / str(n) / name) for name in output_names()})
+    assert digests[0] == digests[1] == digests[2]
+    assert metas[0]["splits"] == metas[1]["splits"] == metas[2]["splits"]
+    assert sum(metas[0]["num_dropped"].values()) > 0  # t_max=48: some examples are dropped
 
 
 def test_group_split_keeps_each_group_in_one_split(tiny_tokenizer, tmp_path):

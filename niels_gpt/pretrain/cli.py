@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from niels_gpt import layout
-from niels_gpt.command_line import add_config_args, resolve_config
+from niels_gpt.command_line import add_config_args, add_num_threads_arg, resolve_config
 from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES
 
 
@@ -27,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--source", required=True, choices=PRETRAIN_SOURCES, help="pretrain source to build")
     p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
     p.add_argument("--out-dir", default=None, help="cache folder (default: {cache_dir}/pretrain/{source})")
-    p.add_argument("--num-threads", type=int, default=-1, help="sentencepiece encoding threads (-1 = every core)")
+    add_num_threads_arg(p)
     p.add_argument(
         "--part",
         type=int,

@@ -1,33 +1,28 @@
-"""Batched, overlapped tokenization of a document stream for the pretrain writer.
+"""Batched tokenization of a document stream for the pretrain writer, in worker processes.
 
 Documents (str or anything with a `.text`, e.g. PretrainSample) are grouped into batches of at most
-BATCH_DOCS documents / BATCH_CHARS characters and encoded with one `tokenizer.encode_batch(batch,
-num_threads=n)` call (sentencepiece's C++ threads, GIL released). ENCODE_AHEAD worker threads encode
-the next batches while the caller's thread reads the input, flattens batch k to uint16 (eot after
-every non-empty document) and writes it; input is read at most ENCODE_AHEAD + 1 batches ahead and
-memory holds ~ENCODE_AHEAD + 2 batches. Output is identical for any batch size or thread count:
-documents are encoded independently and yielded in input order.
+BATCH_DOCS documents / BATCH_CHARS characters. Each batch is encoded by `encode_documents` in a worker
+process (tokenizer/workers.py): the worker encodes the texts, flattens them to one uint16 array with
+the eot id after every non-empty document, and returns it with the documents' token counts (eot not
+counted); the caller receives `(flat, lens)` per batch, in input order, and only writes. Output is
+identical for any batch size or worker count: documents are encoded independently and come back in
+input order.
 """
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
 from niels_gpt.token_files import TOKEN_DTYPE
+from niels_gpt.tokenizer.workers import EncodeWorkers
 
-# Measured on 2 cores (benchmarks/bench_pretrain_build.py): 256 docs / 1 MiB per encode_batch call;
-# larger batches were no faster and hold more Python ints in memory.
+# Measured on 2 cores (benchmarks/bench_pretrain_build.py): 256 docs / 1 MiB per batch (~0.1 s of one
+# worker's time); larger batches were no faster and hold more text and ids in memory.
 BATCH_DOCS = 256
 BATCH_CHARS = 1 << 20
-# Batches encoding in worker threads while the caller flattens and writes: with 2, sentencepiece's C++
-# threads always have work while Python holds the GIL (list building, np.fromiter, writes); 1 left
-# the cores idle during those phases (~0.89 vs ~0.93 of raw encode_batch on 2 cores).
-ENCODE_AHEAD = 2
 
 
 def text_of(item) -> str:
@@ -54,34 +49,17 @@ def text_batches(texts: Iterable, wanted_chars: Callable[[], float]) -> Iterator
         yield batch
 
 
-def flatten(ids: list[list[int]], eot_id: int) -> tuple[np.ndarray, list[int]]:
-    """(flat uint16 ids with eot after every non-empty doc, per-doc token counts without eot)."""
+def encode_documents(tokenizer, texts: list[str]) -> tuple[np.ndarray, list[int]]:
+    """(flat uint16 ids with eot after every non-empty doc, per-doc token counts without eot); runs in
+    a worker, so the ids never exist as Python ints in the writing process."""
+    ids = tokenizer.encode_batch(texts, num_threads=1)
     lens = [len(d) for d in ids]
     total = sum(lens) + sum(1 for n in lens if n)
-    eot = [eot_id]
+    eot = [tokenizer.eot_id]
     parts = itertools.chain.from_iterable((d, eot) for d in ids if d)
     return np.fromiter(itertools.chain.from_iterable(parts), dtype=TOKEN_DTYPE, count=total), lens
 
 
-def encode_docs(tokenizer, batch: list[str], num_threads: int) -> tuple[np.ndarray, list[int]]:
-    """One batch, encoded and flattened in the calling thread."""
-    return flatten(tokenizer.encode_batch(batch, num_threads=num_threads), tokenizer.eot_id)
-
-
-def encoded_batches(
-    tokenizer, texts: Iterable, wanted_chars, num_threads: int
-) -> Iterator[tuple[np.ndarray, list[int]]]:
-    """`encode_docs` of every batch, in input order, with ENCODE_AHEAD batches encoding in worker
-    threads while the caller flattens and writes the current one."""
-    batches = text_batches(texts, wanted_chars)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=ENCODE_AHEAD, thread_name_prefix="spm-encode") as pool:
-        pending = collections.deque(
-            pool.submit(tokenizer.encode_batch, batch, num_threads=num_threads)
-            for batch in itertools.islice(batches, ENCODE_AHEAD)
-        )
-        while pending:
-            ids = pending.popleft().result()
-            batch = next(batches, None)  # keep ENCODE_AHEAD batches encoding
-            if batch is not None:
-                pending.append(pool.submit(tokenizer.encode_batch, batch, num_threads=num_threads))
-            yield flatten(ids, tokenizer.eot_id)
+def encoded_batches(workers: EncodeWorkers, texts: Iterable, wanted_chars) -> Iterator[tuple[np.ndarray, list[int]]]:
+    """`encode_documents` of every batch of `texts`, in input order, encoded by `workers`."""
+    return workers.map(encode_documents, text_batches(texts, wanted_chars))

@@ -14,9 +14,10 @@ Two ways in, one shard writer:
   gutenberg); `shuffle_buffer` is only recorded - the loader shuffles with `datasets`' shuffle(seed, buffer).
 - `build_pretrain_cache_presplit(train_texts, val_texts, ...)`: sources with their own splits (wikitext, roam).
 
-Streaming (encode.py): documents are read in batches and encoded with sentencepiece's C++ threads in
-worker threads while the main thread reads the next batch and writes the previous one, so memory holds
-a few batches whatever the budget (shards.py writes and hashes as tokens arrive). Atomic: every shard is
+Streaming (encode.py): documents are read in batches and encoded to uint16 arrays by `num_threads`
+worker processes while this process reads the next batches and writes the finished ones, in input
+order, so memory holds a few batches whatever the budget (shards.py writes and hashes as tokens
+arrive) and the bytes do not depend on the number of workers. Atomic: every shard is
 written as `shard_NNNNN.bin.tmp` and renamed only when the whole build succeeded, then meta.json is
 written last; a stale meta.json is removed before anything else, so a killed build never leaves a
 meta.json beside incomplete shards.
@@ -35,6 +36,7 @@ from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.pretrain.encode import encoded_batches
 from niels_gpt.pretrain.shards import DEFAULT_SHARD_BYTES, ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.token_files import TOKEN_BYTES, TOKEN_DTYPE_NAME
+from niels_gpt.tokenizer.workers import EncodeWorkers
 
 DEFAULT_VAL_DOC_PROB = 0.025  # config_schema: sources.fineweb_edu.val_doc_prob
 # With little budget left, batches shrink to (remaining tokens * this) chars so reading stops soon
@@ -184,8 +186,8 @@ def build_pretrain_cache(
         seen = 0
         if train.full and (val.full or val_doc_prob == 0):
             return {"documents_seen": seen}  # zero budgets: read nothing
-        with _progress((max_train_tokens, max_val_tokens), str(out)) as bar:
-            for flat, lens in encoded_batches(tokenizer, texts, _wanted(train, val, val_doc_prob), num_threads):
+        with _progress((max_train_tokens, max_val_tokens), str(out)) as bar, EncodeWorkers(tokenizer, num_threads) as w:
+            for flat, lens in encoded_batches(w, texts, _wanted(train, val, val_doc_prob)):
                 pos = 0
                 for n in lens:
                     if train.full and (val.full or val_doc_prob == 0):
@@ -226,12 +228,15 @@ def build_pretrain_cache_presplit(
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
 
     def fill() -> dict:
-        with _progress((max_train_tokens, max_val_tokens), str(out)) as bar:
+        with (
+            _progress((max_train_tokens, max_val_tokens), str(out)) as bar,
+            EncodeWorkers(tokenizer, num_threads) as ew,
+        ):
             for split, texts in (("train", train_texts), ("val", val_texts)):
                 w = writers[split]
                 if w.full:
                     continue  # a zero budget reads nothing
-                for flat, lens in encoded_batches(tokenizer, texts, _wanted(w), num_threads):
+                for flat, lens in encoded_batches(ew, texts, _wanted(w)):
                     written = w.write(flat)
                     bar.update(written)
                     starts = np.cumsum([0] + [n + 1 for n in lens if n][:-1])  # doc starts in flat

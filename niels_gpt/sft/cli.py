@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from niels_gpt import layout
-from niels_gpt.command_line import add_config_args, resolve_config
+from niels_gpt.command_line import add_config_args, add_num_threads_arg, resolve_config
 from niels_gpt.data.registry import SFT_SOURCES
 
 
@@ -32,6 +32,7 @@ def register(sub) -> None:
     p.add_argument("--source", required=True, choices=SFT_SOURCES, help="which SFT source")
     _tokenizer_flag(p)
     p.add_argument("--out-dir", default=None, help="output folder (default: {cache_dir}/sft/{source})")
+    add_num_threads_arg(p)
     add_config_args(p)
     p.set_defaults(func=run_build_sft)
 
@@ -47,6 +48,7 @@ def register(sub) -> None:
         "--out-dir", default=None, help="SFT root; the cache goes to {out-dir}/primer (default: {cache_dir}/sft)"
     )
     _tokenizer_flag(q)
+    add_num_threads_arg(q)
     q.add_argument("--seed", type=int, default=None, help="split seed [seed]")
     q.add_argument("--val-frac", type=float, default=None, help="share of examples held out [sources.primer.val_frac]")
     q.add_argument("--t-max", type=int, default=None, help="context length T_max [sft.t_max]")
@@ -54,18 +56,19 @@ def register(sub) -> None:
     q.set_defaults(func=run_build_sft_primer)
 
 
-def _build(cfg: dict, source: str, tokenizer: str | None, out_dir: str) -> int:
+def _build(cfg: dict, source: str, tokenizer: str | None, out_dir: str, num_threads: int) -> int:
     from niels_gpt.sft.job import build_sft_source, format_summary
 
     tokenizer = tokenizer or layout.tokenizer_model(cfg["cache_dir"])
-    meta = build_sft_source(cfg, source, tokenizer_path=tokenizer, out_dir=out_dir)
+    meta = build_sft_source(cfg, source, tokenizer_path=tokenizer, out_dir=out_dir, num_threads=num_threads)
     print(format_summary(meta, out_dir), flush=True)
     return 0
 
 
 def run_build_sft(args) -> int:
     cfg = resolve_config(args)
-    return _build(cfg, args.source, args.tokenizer, args.out_dir or layout.sft_dir(cfg["cache_dir"], args.source))
+    out_dir = args.out_dir or layout.sft_dir(cfg["cache_dir"], args.source)
+    return _build(cfg, args.source, args.tokenizer, out_dir, args.num_threads)
 
 
 def run_build_sft_primer(args) -> int:
@@ -77,4 +80,4 @@ def run_build_sft_primer(args) -> int:
     }
     cfg = resolve_config(args, flags)
     out_root = args.out_dir or f"{cfg['cache_dir']}/sft"
-    return _build(cfg, "primer", args.tokenizer, f"{out_root}/primer")
+    return _build(cfg, "primer", args.tokenizer, f"{out_root}/primer", args.num_threads)

@@ -44,8 +44,9 @@ def _group_keys(samples: list, source: str) -> list:
     return keys
 
 
-def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: str) -> dict:
-    """Build (or mark "not built") the SFT cache of `source` in `out_dir`; returns its meta."""
+def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: str, num_threads: int = -1) -> dict:
+    """Build (or mark "not built") the SFT cache of `source` in `out_dir` with `num_threads` rendering
+    workers (-1 = every available CPU); returns its meta."""
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
     if source not in registry.SFT_SOURCES:
@@ -87,6 +88,7 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
         dataset_name=_dataset_name(cfg, source),
         dataset_config=None,
         provenance={**(provenance or {}), "demo": cfg["demo"], "source_config": scfg},
+        num_threads=num_threads,
     )
 
 

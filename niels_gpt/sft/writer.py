@@ -39,13 +39,16 @@ import numpy as np
 
 from niels_gpt.atomic import tmp_path_for
 from niels_gpt.cache.meta import REQUIRED_SFT, check_required, write_meta
-from niels_gpt.chat_template import IGNORE_INDEX, normalize_messages, render_chat_sft_batch
+from niels_gpt.chat_template import RenderedChats, normalize_messages, render_chats
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS, sft_file_names, sft_offsets_name, sft_tokens_name
 from niels_gpt.sft.windows import check_truncation, count_targets, kept_windows
 from niels_gpt.splits import SPLIT_RULE, val_groups, val_mask
 from niels_gpt.token_files import OFFSET_DTYPE, OFFSET_DTYPE_NAME, TOKEN_DTYPE, TOKEN_DTYPE_NAME, check_vocab_fits
+from niels_gpt.tokenizer.workers import EncodeWorkers
 
-ENCODE_BATCH = 512  # examples per encode_batch call: large enough to amortize, small enough to stream
+# Examples per batch a worker renders (~250k tokens of chat text, ~0.1 s): large enough to amortize
+# the hand-over between processes, small enough to stream.
+ENCODE_BATCH = 512
 TEMPLATE = "<role> content <eot> per message; labels on assistant content + its eot (chat_template.py)"
 
 
@@ -70,41 +73,33 @@ def _buffer(examples: Iterable, source: str | None) -> list[list[tuple[str, str]
     return [normalize_messages(_messages_of(ex), where=f"{what} {i}") for i, ex in enumerate(examples)]
 
 
-def usable(rendered: list[tuple[list[int], list[int]]], t_max: int, truncation: str) -> np.ndarray:
-    """For each (input_ids, labels): does a loss-active target fall inside its kept T_max+1 window?"""
-    lengths = np.array([len(ids) for ids, _ in rendered], dtype=np.int64)
-    starts = np.cumsum(lengths) - lengths
-    mask = np.fromiter(
-        (v != IGNORE_INDEX for _, labels in rendered for v in labels), dtype=bool, count=int(lengths.sum())
-    )
-    lo, width = kept_windows(starts, lengths, t_max, truncation)
-    return count_targets(mask, lo, width) > 0
+def usable(rendered: RenderedChats, t_max: int, truncation: str) -> np.ndarray:
+    """For each rendered example: does a loss-active target fall inside its kept T_max+1 window?"""
+    starts = np.cumsum(rendered.lengths) - rendered.lengths
+    lo, width = kept_windows(starts, rendered.lengths, t_max, truncation)
+    return count_targets(rendered.mask, lo, width) > 0
 
 
-def _write_split(pairs_list, tokenizer, out: Path, split: str, t_max: int, truncation: str, bar) -> dict:
-    """Render, filter and stream-write one split under temporary names; returns its stats and files."""
+def _write_split(rendered_batches, out: Path, split: str, t_max: int, truncation: str, bar) -> dict:
+    """Filter and stream-write one split's rendered batches under temporary names; returns its stats and files."""
     tokens_name, offsets_name = sft_tokens_name(split), sft_offsets_name(split)
     h = hashlib.sha256()
     offsets: list[int] = []
     n_tokens = n_labels = n_dropped = n_truncated = 0
     with open(tmp_path_for(out / tokens_name), "wb") as f:
-        for lo in range(0, len(pairs_list), ENCODE_BATCH):
-            batch = pairs_list[lo : lo + ENCODE_BATCH]
-            rendered = render_chat_sft_batch(tokenizer, batch)
-            chunk: list[int] = []
-            for (input_ids, labels), ok in zip(rendered, usable(rendered, t_max, truncation)):
-                if not ok:
-                    n_dropped += 1
-                    continue
-                offsets.append(n_tokens + len(chunk))
-                chunk.extend(input_ids)
-                n_labels += sum(1 for v in labels if v != IGNORE_INDEX)
-                n_truncated += len(input_ids) > t_max + 1
-            data = np.asarray(chunk, dtype=TOKEN_DTYPE).tobytes()
+        for rendered in rendered_batches:
+            ok = usable(rendered, t_max, truncation)
+            n_dropped += int(np.count_nonzero(~ok))
+            lengths = rendered.lengths[ok]
+            kept = np.repeat(ok, rendered.lengths)  # per token: does its example stay?
+            offsets.extend((n_tokens + np.cumsum(lengths) - lengths).tolist())
+            n_labels += int(np.count_nonzero(rendered.mask[kept]))
+            n_truncated += int(np.count_nonzero(lengths > t_max + 1))
+            data = rendered.tokens[kept].astype(TOKEN_DTYPE, copy=False).tobytes()
             f.write(data)
             h.update(data)
-            n_tokens += len(chunk)
-            bar.update(len(batch))
+            n_tokens += int(lengths.sum())
+            bar.update(len(rendered.lengths))
         f.flush()
         os.fsync(f.fileno())
     buf = io.BytesIO()
@@ -140,16 +135,21 @@ def assign_splits(n: int, group_keys: Sequence | None, val_frac: float, seed: in
     return [g in held_out for g in group_keys], {"split_by": "group", "num_groups": num_groups}
 
 
-def _write_splits(pairs_list, is_val, split_info, tokenizer, out: Path, t_max, truncation, source) -> tuple[dict, dict]:
-    """Both splits under temporary names, with one progress bar; returns (per-split stats, files)."""
+def _write_splits(
+    pairs_list, is_val, split_info, tokenizer, out: Path, t_max, truncation, source, num_threads
+) -> tuple[dict, dict]:
+    """Both splits under temporary names, with one progress bar and one set of rendering workers;
+    returns (per-split stats, files)."""
     from tqdm import tqdm
 
     splits, files = {}, {}
     desc = f"sft {source or out.name}"
-    with tqdm(total=len(pairs_list), desc=desc, unit="ex", file=sys.stderr, disable=not sys.stderr.isatty()) as bar:
+    bar = tqdm(total=len(pairs_list), desc=desc, unit="ex", file=sys.stderr, disable=not sys.stderr.isatty())
+    with bar, EncodeWorkers(tokenizer, num_threads) as workers:
         for split in SPLITS:
             chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
-            res = _write_split(chosen, tokenizer, out, split, t_max, truncation, bar)
+            batches = (chosen[lo : lo + ENCODE_BATCH] for lo in range(0, len(chosen), ENCODE_BATCH))
+            res = _write_split(workers.map(render_chats, batches), out, split, t_max, truncation, bar)
             splits[split] = res["stats"]
             files.update(res["files"])
             if "num_groups" in split_info:
@@ -171,11 +171,13 @@ def build_sft_cache(
     dataset_name: str | None = None,
     dataset_config: str | None = None,
     provenance: dict | None = None,
+    num_threads: int = -1,
 ) -> dict:
     """Write the SFT cache of `examples` (lists of messages, or ChatSample) to `out_dir`; returns meta.
 
     `group_keys[i]` is example i's split group (all examples of a group land in one split); None
-    splits by example. Deterministic: same examples, order and seed => byte-identical files.
+    splits by example. `num_threads` worker processes render the examples (-1 = every available
+    CPU). Deterministic: same examples, order and seed => byte-identical files, whatever num_threads.
     """
     check_truncation(truncation)
     if t_max < 1:
@@ -188,7 +190,9 @@ def build_sft_cache(
         pairs_list = _buffer(examples, source)
         is_val, split_info = assign_splits(len(pairs_list), group_keys, val_frac, seed)
         out.mkdir(parents=True, exist_ok=True)
-        splits, files = _write_splits(pairs_list, is_val, split_info, tokenizer, out, t_max, truncation, source)
+        splits, files = _write_splits(
+            pairs_list, is_val, split_info, tokenizer, out, t_max, truncation, source, num_threads
+        )
         _publish(out, files)  # every file complete: move them into place, then meta.json last
         meta = {
             **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
@@ -237,7 +241,7 @@ def write_not_built(
     out.mkdir(parents=True, exist_ok=True)
     files = {}
     for split in SPLITS:
-        files.update(_write_split([], tokenizer, out, split, 1, "head", _NoBar())["files"])
+        files.update(_write_split([], out, split, 1, "head", _NoBar())["files"])
     _publish(out, files)
     meta = {
         **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),

@@ -27,8 +27,6 @@ class SentencePieceTokenizer:
     """Encode/decode with special ids by name; the only tokenizer every later stage uses."""
 
     def __init__(self, model_path: str | os.PathLike):
-        import sentencepiece as spm
-
         self.model_path = str(model_path)
         try:
             data = Path(model_path).read_bytes()
@@ -37,6 +35,11 @@ class SentencePieceTokenizer:
                 f"{model_path}: tokenizer model not found; build it with "
                 "`snakemake -j4 cache/tokenizer/spm.model` (add `--config demo=true` offline)"
             ) from None
+        self._load(data)
+
+    def _load(self, data: bytes) -> None:
+        import sentencepiece as spm
+
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._sp = spm.SentencePieceProcessor(model_proto=data)
         self.vocab_size = self._sp.get_piece_size()
@@ -46,10 +49,19 @@ class SentencePieceTokenizer:
             pid = self._sp.piece_to_id(piece)
             if self._sp.id_to_piece(pid) != piece or not self._sp.is_control(pid):
                 raise ValueError(
-                    f"{model_path}: special token {name} ({piece}) is not a control symbol of this "
+                    f"{self.model_path}: special token {name} ({piece}) is not a control symbol of this "
                     "model; train it with niels_gpt (tokenizer.model_path must point to such a model)"
                 )
             self.special_ids[name] = pid
+
+    def __getstate__(self) -> dict:
+        """Pickled with its model bytes (worker processes encode with exactly this model, whatever
+        happens to the file meanwhile)."""
+        return {"model_path": self.model_path, "model_proto": self._sp.serialized_model_proto()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.model_path = state["model_path"]
+        self._load(state["model_proto"])
 
     @property
     def sys_id(self) -> int:
