@@ -1,26 +1,33 @@
-"""Pretrain cache build: throughput against raw SentencePiece encoding, and peak RSS against the budget.
+"""Pretrain cache build on realistic English text: throughput against SentencePiece's own limit, and peak RSS.
 
-(a) Throughput. Reference: `encode_batch` of the same documents with every core and nothing written
-(the whole pool in one call, and in 256-document batches; the best of the two counts). Candidates:
-`build_pretrain_cache` over the same documents (single-stream rule, unlimited budgets, shards
-written) with the overlapped pipeline it ships (`batch_encode.encoded_batches`) and with a serial one
-(read, encode, write, in turn); from the in-memory list, and from a loader-like generator
-(normalize_text + PretrainSample per document, what the real loaders add on the reading side);
---batch-docs sweeps the batch size (4 KiB of text per document cap). Rates are document tokens (eot
-excluded) per wall second and per CPU second of the process (all threads: the CPU ratio is the
-build's overhead and holds up when the shared machine is busy, the wall ratio does not). Reference
-and candidates are interleaved over several rounds in one process; per-round ratios, medians.
+Text: `benchmarks/corpus.py` gathers --chars of English prose from this machine at run time (Python
+standard library docstrings, /usr/share/doc, /usr/share/info; nothing committed, no network). Tokenizer:
+16,000 pieces trained here with the project's trainer on the first quarter of that text (a tokenizer
+trained on other text would cut it into more, shorter pieces), or --tokenizer.
 
-(b) Memory. Each budget is built in a fresh subprocess from an endless stream (the document pool,
-cycled) that reports its own peak RSS (VmHWM: Linux carries ru_maxrss over from the parent through
-fork+exec); budget 0 is the fixed cost of the imports and the tokenizer. Flat = the same peak for
-10 M and 100 M tokens.
+(a) Throughput with --workers CPUs (2, the pretrain rule's `threads`), the documents cut into the
+batches the build makes (encode.BATCH_DOCS / BATCH_CHARS):
+  encode_batch   SentencePieceTokenizer.encode_batch(batch, num_threads=2) per batch, nothing kept
+  Pool(2) encode a multiprocessing.Pool(2) whose workers load the model once; `pool.imap(encode, batches)`
+                 returns every batch's `sp.encode(batch)` id lists to this process (the plain pattern)
+  Pool(2) count  the same pool returning only how many ids each batch made: SentencePiece's bare rate
+                 on 2 processes, nothing converted, written or sent back
+                 (the pool is started before the clock, the build's workers inside it)
+  build          build_pretrain_cache(docs, num_threads=2), unlimited budgets: uint16 shards written and
+                 hashed, meta.json (its workers' start-up is inside the clock)
+Rates are document tokens (eot excluded) per wall second, and CPU seconds per token of every process a
+contender uses (this one, the pool's workers, the build's workers): on a shared machine wall ratios
+swing with the neighbours' load, CPU ratios much less. Each round runs the four in turn (the order
+rotates); round 0 warms up (page cache, the build's fork server) and is not counted; ratios are taken per
+round against the references of the same round, then the median.
 
-Documents come from a seeded generator of pseudo-words (no hub); the tokenizer is
-cache/tokenizer/spm.model if it exists, else one trained here on generated text (16,000 pieces).
+(b) Memory. Each budget is built in a fresh subprocess from an endless stream (the corpus, cycled) with
+--workers workers; it reports the peak RSS of the build process (VmHWM) and of its worker processes (the
+sum of each one's VmHWM, read while they run: an upper bound of their peak together). Budget 0 is the
+fixed cost of the imports and the tokenizer. Flat = the same peak for 10 M and 100 M tokens.
 
-    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--batch-docs 256 1024] \\
-        [--budgets 10000000 100000000]
+    python -m benchmarks.bench_pretrain_build [--chars 20000000] [--rounds 5] [--workers 2] \\
+        [--budgets 10000000 100000000] [--tokenizer PATH]
 """
 
 from __future__ import annotations
@@ -28,119 +35,195 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import random
-import resource
+import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from niels_gpt.data.normalize import normalize_text
-from niels_gpt.data.types import PretrainSample
+from benchmarks.corpus import english_documents
 from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.pretrain import writer as pretrain_writer
 from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
 
-SYLLABLES = (
-    "ka lo mi ne ru sa te vi do pa re shi an el or um ist ing tion ber gar lin mon pel qua ros tur wen zor".split()
-)
-PROJECT_TOKENIZER = Path("cache/tokenizer/spm.model")
+_pool_sp = None  # the model inside a Pool(2) reference worker
 
 
-def documents(n: int, seed: int = 0) -> list[str]:
-    """n documents of 50-1,500 Zipf-distributed pseudo-words with sentences and line breaks (~4.4 KB each)."""
-    rng = random.Random(seed)
-    words = set()
-    while len(words) < 30_000:
-        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))))
-    vocab = sorted(words)
-    cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))
-    docs = []
-    for _ in range(n):
-        out = []
-        for w in rng.choices(vocab, cum_weights=cum, k=rng.randint(50, 1500)):
-            out.append(w)
-            out.append(". " if rng.random() < 0.07 else ("\n" if rng.random() < 0.01 else " "))
-        docs.append("".join(out))
-    return docs
+def _pool_init(model_path: str) -> None:
+    global _pool_sp
+    import sentencepiece as spm
+
+    _pool_sp = spm.SentencePieceProcessor(model_file=model_path)
 
 
-def tokenizer_for(workdir: Path) -> SentencePieceTokenizer:
-    if PROJECT_TOKENIZER.exists():
-        return SentencePieceTokenizer(PROJECT_TOKENIZER)
-    return train_sentencepiece(documents(2000, seed=99), workdir / "spm.model", vocab_size=16_000, num_threads=2)
+def _pool_encode(texts: list[str]) -> list[list[int]]:
+    return _pool_sp.encode(texts)
 
 
-def loader_like(docs: list[str]):
-    """The documents as the loaders yield them: normalize_text + PretrainSample, one at a time."""
-    for i, text in enumerate(docs):
-        yield PretrainSample(normalize_text(text), "bench", {"index": i})
+def _pool_count(texts: list[str]) -> int:
+    return sum(len(ids) for ids in _pool_sp.encode(texts))
 
 
-def serial_encoded_batches(tokenizer, texts, wanted_chars, num_threads):
-    """The pipeline without overlap: read a batch, encode it, hand it over, repeat."""
-    for batch in batch_encode.text_batches(texts, wanted_chars):
-        yield batch_encode.encode_docs(tokenizer, batch, num_threads)
+def _cpu_seconds(pids) -> float:
+    """utime + stime of live processes (/proc/PID/stat fields 14 and 15)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def english_tokenizer(docs: list[str], workdir: Path, path: str | None) -> SentencePieceTokenizer:
+    if path:
+        return SentencePieceTokenizer(path)
+    start = time.perf_counter()
+    tok = train_sentencepiece(docs[: len(docs) // 4], workdir / "english.model", vocab_size=16_000, num_threads=2)
+    print(f"trained a 16,000-piece tokenizer on a quarter of the text in {time.perf_counter() - start:.0f} s")
+    return tok
+
+
+def batches_of(docs: list[str]) -> list[list[str]]:
+    return list(batch_encode.text_batches(docs, lambda: float("inf")))
 
 
 def timed(fn) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process, every thread included) of fn()."""
+    """(wall seconds, CPU seconds) of fn(); fn returns the CPU seconds its helper processes used."""
     wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    helpers = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu + helpers
 
 
-def raw_encode(tok, docs) -> tuple[float, float]:
-    """Best of: the whole pool in one encode_batch call, and 256-document calls (every core, nothing kept)."""
-    whole = timed(lambda: tok.encode_batch(docs, num_threads=-1))
-    batched = timed(lambda: [tok.encode_batch(docs[i : i + 256], num_threads=-1) for i in range(0, len(docs), 256)])
-    return min(whole, batched)
+def build(tok, docs, out: Path, workers: int) -> None:
+    pretrain_writer.build_pretrain_cache(
+        docs,
+        str(out),
+        tokenizer=tok,
+        max_train_tokens=None,
+        max_val_tokens=None,
+        seed=0,
+        shuffle_buffer=None,
+        val_doc_prob=0.025,
+        num_threads=workers,
+    )
 
 
-def build(tok, docs, out: Path, pipeline, batch_docs: int = batch_encode.BATCH_DOCS) -> tuple[float, float]:
-    """One build with `pipeline` and batches of `batch_docs` documents (4 KiB of text per document cap)."""
-    original = pretrain_writer.encoded_batches, batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS
-    pretrain_writer.encoded_batches = pipeline
-    batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = batch_docs, batch_docs * 4096
-    try:
-        return timed(
-            lambda: pretrain_writer.build_pretrain_cache(
-                docs,
-                str(out),
-                tokenizer=tok,
-                max_train_tokens=None,
-                max_val_tokens=None,
-                seed=0,
-                shuffle_buffer=None,
-                val_doc_prob=0.025,
-                num_threads=-1,
+def throughput(tok, docs: list[str], n_tokens: int, rounds: int, workers: int, tmp: Path) -> None:
+    batches = batches_of(docs)
+    pool_encode, pool_count = f"Pool({workers}) encode", f"Pool({workers}) count"
+
+    def built() -> float:
+        before = forkserver_reaped_cpu()
+        build(tok, docs, tmp / "build", workers)
+        return forkserver_reaped_cpu() - before  # the build's workers, reaped when it shut them down
+
+    with multiprocessing.Pool(workers, initializer=_pool_init, initargs=(tok.model_path,)) as pool:
+        pids = [p.pid for p in multiprocessing.active_children()]
+
+        def pooled(fn) -> float:
+            before = _cpu_seconds(pids)
+            for _ in pool.imap(fn, batches):
+                pass
+            return _cpu_seconds(pids) - before
+
+        candidates = {
+            "encode_batch": lambda: [tok.encode_batch(b, num_threads=workers) for b in batches] and 0.0,
+            pool_encode: lambda: pooled(_pool_encode),
+            pool_count: lambda: pooled(_pool_count),
+            "build": built,
+        }
+        names = list(candidates)
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+        for r in range(rounds + 1):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                result = timed(candidates[name])
+                if r:
+                    runs[name].append(result)
+    for name, res in runs.items():
+        wall = [w for w, _ in res]
+        ratios = {
+            ref: (
+                statistics.median(rw / w for (rw, _), w in zip(runs[ref], wall)),
+                statistics.median(rc / c for (_, rc), (_, c) in zip(runs[ref], res)),
             )
+            for ref in (pool_encode, pool_count)
+        }
+        print(
+            f"{name:16s} {n_tokens / statistics.median(wall) / 1e6:5.2f} M tokens/s, "
+            f"{statistics.median(c for _, c in res) / n_tokens * 1e9:4.0f} CPU-ns/token | ratio to "
+            + ", ".join(f"{ref}: wall {w:4.2f} CPU {c:4.2f}" for ref, (w, c) in ratios.items())
         )
-    finally:
-        pretrain_writer.encoded_batches, batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = original
+    print(
+        f"(medians of {rounds} rounds; CPU counts every process of a contender: the CPU ratio holds on a busy machine)"
+    )
 
 
-def peak_rss_mb() -> float:
-    """Peak RSS of this process image. Linux carries ru_maxrss over from the parent through fork+exec
-    (a child of a 500 MB parent reports >= 500 MB), so read VmHWM of the current mm when available."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _vm_hwm_mb(pid: int | str) -> float:
+    """Peak resident memory of one process (VmHWM; Linux carries ru_maxrss over fork+exec, VmHWM does not)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _descendants(pid: int) -> list[int]:
+    parent = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    out, frontier = [], [pid]
+    while frontier:
+        frontier = [p for p, pp in parent.items() if pp in frontier]
+        out += frontier
+    return out
+
+
+def forkserver_reaped_cpu() -> float:
+    """CPU seconds of every process the multiprocessing fork server has started and reaped (its
+    cutime + cstime): the build's worker processes, once they have exited."""
+    clock = os.sysconf("SC_CLK_TCK")
+    for pid in _descendants(os.getpid()):
+        try:
+            if b"multiprocessing.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[13]) + int(fields[14])) / clock
+        except OSError:
+            continue
+    return 0.0
+
+
+class WorkerPeaks(threading.Thread):
+    """Keeps each descendant process's last seen VmHWM (its peak so far) until stopped."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peaks: dict[int, float] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            for pid in _descendants(os.getpid()):
+                try:
+                    self.peaks[pid] = max(self.peaks.get(pid, 0.0), _vm_hwm_mb(pid))
+                except OSError:
+                    pass  # it exited between listing and reading
 
 
 def child(args) -> None:
-    """One build from an endless stream; prints JSON with the peak RSS of this process."""
+    """One build from an endless stream; prints JSON with peak RSS of this process and of its workers."""
     tok = SentencePieceTokenizer(args.tokenizer)
-    pool = documents(args.docs, seed=1)
+    docs, _ = english_documents(args.child_chars)
+    watcher = WorkerPeaks()
+    watcher.start()
     start = time.perf_counter()
     meta = pretrain_writer.build_pretrain_cache(
-        itertools.cycle(pool),
+        itertools.cycle(docs),
         args.out,
         tokenizer=tok,
         max_train_tokens=args.child,
@@ -148,29 +231,45 @@ def child(args) -> None:
         seed=0,
         shuffle_buffer=None,
         val_doc_prob=0.025,
+        num_threads=args.workers,
     )
     seconds = time.perf_counter() - start
-    rss_mb = peak_rss_mb()
-    print(
-        json.dumps(
-            {
-                "tokens": meta["train_tokens"] + meta["val_tokens"],
-                "seconds": seconds,
-                "rss_mb": rss_mb,
-                "shards": len(meta["shards"]["train"]) + len(meta["shards"]["val"]),
-            }
+    watcher.done.set()
+    watcher.join()
+    result = {
+        "tokens": meta["train_tokens"] + meta["val_tokens"],
+        "seconds": seconds,
+        "rss_mb": _vm_hwm_mb("self"),
+        "workers_rss_mb": sum(watcher.peaks.values()),
+        "shards": len(meta["shards"]["train"]) + len(meta["shards"]["val"]),
+    }
+    print(json.dumps(result))
+
+
+def memory(tok, budgets: list[int], workers: int, tmp: Path) -> None:
+    for budget in [0, *budgets]:
+        out = tmp / f"rss_{budget}"
+        cmd = [sys.executable, "-m", "benchmarks.bench_pretrain_build", "--child", str(budget)]
+        cmd += ["--tokenizer", str(tok.model_path), "--workers", str(workers), "--out", str(out)]
+        res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        print(
+            f"budget {budget:>13,} train tokens: {res['tokens']:>13,} written in {res['shards']} shard(s), "
+            f"{res['seconds']:6.1f} s ({res['tokens'] / max(res['seconds'], 1e-9) / 1e6:5.2f} M tokens/s); "
+            f"peak RSS: build {res['rss_mb']:6.1f} MB + workers {res['workers_rss_mb']:6.1f} MB "
+            f"= {res['rss_mb'] + res['workers_rss_mb']:6.1f} MB"
         )
-    )
+        subprocess.run(["rm", "-rf", str(out)], check=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--docs", type=int, default=3000, help="documents in the pool (~4.4 KB each)")
-    ap.add_argument("--batch-docs", type=int, nargs="+", default=[256], help="documents per encode_batch call")
+    ap.add_argument("--chars", type=int, default=20_000_000, help="characters of English text")
+    ap.add_argument("--rounds", type=int, default=5, help="counted rounds (after one warm-up round)")
+    ap.add_argument("--workers", type=int, default=2, help="CPUs for every contender (the rule's threads)")
     ap.add_argument("--budgets", type=int, nargs="*", default=[10_000_000, 100_000_000], help="train budgets for RSS")
+    ap.add_argument("--tokenizer", default=None, help="a niels_gpt SentencePiece model (default: train one)")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--tokenizer", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child-chars", type=int, default=5_000_000, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
@@ -178,57 +277,19 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_pretrain_build_") as tmp:
         tmp = Path(tmp)
-        tok = tokenizer_for(tmp)
-        docs = documents(args.docs, seed=1)
-        n_tokens = sum(len(d) for d in tok.encode_batch(docs))
+        start = time.perf_counter()
+        docs, kinds = english_documents(args.chars)
         print(
-            f"tokenizer {tok!r}; {len(docs):,} documents, {sum(map(len, docs)) / 1e6:.1f} M chars, {n_tokens:,} tokens"
+            f"English text gathered in {time.perf_counter() - start:.0f} s: {len(docs):,} documents, "
+            + ", ".join(f"{kind} {chars / 1e6:.1f} M" for kind, chars in kinds.items())
+            + " chars"
         )
-        candidates = {"raw encode_batch": lambda: raw_encode(tok, docs)}
-        for k in args.batch_docs:
-            for label, pipeline in (("overlapped", batch_encode.encoded_batches), ("serial", serial_encoded_batches)):
-                candidates[f"build {label} {k}"] = lambda k=k, p=pipeline: build(tok, docs, tmp / "a", p, k)
-                candidates[f"build {label} {k} loader"] = lambda k=k, p=pipeline: build(
-                    tok, loader_like(docs), tmp / "a", p, k
-                )
-        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in candidates}
-        for _ in range(args.rounds):
-            for name, run in candidates.items():
-                runs[name].append(run())
-        raw_wall = [w for w, _ in runs["raw encode_batch"]]
-        raw_cpu = [c for _, c in runs["raw encode_batch"]]
-        for name, values in runs.items():
-            wall = statistics.median(n_tokens / w for w, _ in values)
-            cpu = statistics.median(n_tokens / c for _, c in values)
-            ratio = statistics.median(rw / w for (w, _), rw in zip(values, raw_wall))
-            cpu_ratio = statistics.median(rc / c for (_, c), rc in zip(values, raw_cpu))
-            print(
-                f"{name:28s} {wall / 1e6:6.2f} M tokens/s wall (ratio to raw {ratio:4.2f}) | "
-                f"{cpu / 1e6:6.2f} M tokens per CPU-second (ratio to raw {cpu_ratio:4.2f})"
-            )
-
-        tok_path = str(tok.model_path)
-        for budget in [0, *args.budgets]:
-            cmd = [
-                sys.executable,
-                __file__,
-                "--child",
-                str(budget),
-                "--tokenizer",
-                tok_path,
-                "--docs",
-                str(args.docs),
-                "--out",
-                str(tmp / f"rss_{budget}"),
-            ]
-            res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-            print(
-                f"budget {budget:>13,} train tokens: {res['tokens']:>13,} train+val written "
-                f"in {res['shards']} shard(s), "
-                f"{res['seconds']:6.1f} s ({res['tokens'] / max(res['seconds'], 1e-9) / 1e6:5.2f} M tokens/s), "
-                f"peak RSS {res['rss_mb']:7.1f} MB"
-            )
-            subprocess.run(["rm", "-rf", str(tmp / f"rss_{budget}")], check=True)
+        tok = english_tokenizer(docs, tmp, args.tokenizer)
+        n_tokens = sum(map(len, tok.encode_batch(docs)))
+        chars = sum(map(len, docs))
+        print(f"{tok!r}: {n_tokens:,} tokens ({chars / n_tokens:.2f} chars per token)")
+        throughput(tok, docs, n_tokens, args.rounds, args.workers, tmp)
+        memory(tok, args.budgets, args.workers, tmp)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from niels_gpt.special_tokens import ROLE_TO_SPECIAL
-from niels_gpt.token_files import TOKEN_DTYPE
+from niels_gpt.token_files import TOKEN_DTYPE, pack_tokens
 
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 ROLE_NAMES = tuple(ROLE_TO_SPECIAL.values())  # ("sys", "usr", "asst"): the role tokens
@@ -108,7 +108,7 @@ def render_chats(
     special = tokenizer.special_ids
     tokens[start] = [special[ROLE_TO_SPECIAL[r]] for r in roles]
     content_start = np.cumsum(content_len) - content_len  # where each content begins in `flat`
-    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=TOKEN_DTYPE, count=int(content_len.sum()))
+    flat = pack_tokens(list(itertools.chain.from_iterable(ids)))
     tokens[np.repeat(start + 1 - content_start, content_len) + np.arange(len(flat))] = flat
     tokens[(start + 1 + content_len)[has_eot]] = special["eot"]
     mask = np.repeat(np.array([r == "assistant" for r in roles], dtype=bool), block)

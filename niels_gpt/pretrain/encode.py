@@ -11,12 +11,11 @@ input order.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from niels_gpt.token_files import TOKEN_DTYPE
+from niels_gpt.token_files import pack_tokens
 from niels_gpt.tokenizer.workers import EncodeWorkers
 
 # Measured on 2 cores (benchmarks/bench_pretrain_build.py): 256 docs / 1 MiB per batch (~0.1 s of one
@@ -53,11 +52,12 @@ def encode_documents(tokenizer, texts: list[str]) -> tuple[np.ndarray, list[int]
     """(flat uint16 ids with eot after every non-empty doc, per-doc token counts without eot); runs in
     a worker, so the ids never exist as Python ints in the writing process."""
     ids = tokenizer.encode_batch(texts, num_threads=1)
-    lens = [len(d) for d in ids]
-    total = sum(lens) + sum(1 for n in lens if n)
-    eot = [tokenizer.eot_id]
-    parts = itertools.chain.from_iterable((d, eot) for d in ids if d)
-    return np.fromiter(itertools.chain.from_iterable(parts), dtype=TOKEN_DTYPE, count=total), lens
+    flat: list[int] = []
+    for doc in ids:
+        if doc:
+            flat += doc
+            flat.append(tokenizer.eot_id)
+    return pack_tokens(flat), [len(doc) for doc in ids]
 
 
 def encoded_batches(workers: EncodeWorkers, texts: Iterable, wanted_chars) -> Iterator[tuple[np.ndarray, list[int]]]:

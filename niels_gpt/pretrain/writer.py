@@ -77,6 +77,40 @@ def _wanted(writer: ShardWriter, other: ShardWriter | None = None, other_share: 
     return wanted
 
 
+def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_doc_prob: float):
+    """The single-stream rule over one encoded batch: ([writer, start, stop, documents] runs of the
+    batch's flat tokens, documents seen, both budgets full).
+
+    Document by document, in order: stop if both budgets are full; else one draw torch.rand(1,
+    generator=g); an empty document goes nowhere; else val if draw < val_doc_prob and val is not full,
+    else train if not full, else nowhere. "Full" counts what this batch has routed so far, so writing
+    the runs afterwards (ShardWriter.write cuts at the budget) gives the bytes of writing each document
+    in turn; adjacent documents bound for one writer form one run (one write instead of many).
+    """
+    import torch
+
+    room = {w: float("inf") if w.budget is None else w.budget - w.n_tokens for w in (train, val)}
+    runs: list[list] = []
+    pos = seen = 0
+    for n in lens:
+        if room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0):
+            return runs, seen, True
+        seen += 1
+        draw = torch.rand(1, generator=g).item()  # exactly one draw per document
+        if n == 0:
+            continue
+        start, pos = pos, pos + n + 1  # the document and its eot
+        dest = val if draw < val_doc_prob and room[val] > 0 else (train if room[train] > 0 else None)
+        if dest is None:
+            continue
+        room[dest] -= n + 1
+        if runs and runs[-1][0] is dest and runs[-1][2] == start:
+            runs[-1][2:] = [pos, runs[-1][3] + 1]
+        else:
+            runs.append([dest, start, pos, 1])
+    return runs, seen, room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0)
+
+
 def _check_budgets(max_train_tokens, max_val_tokens, shard_bytes) -> None:
     for name, b in (("max_train_tokens", max_train_tokens), ("max_val_tokens", max_val_tokens)):
         if b is not None and (not isinstance(b, int) or b < 0):
@@ -188,19 +222,13 @@ def build_pretrain_cache(
             return {"documents_seen": seen}  # zero budgets: read nothing
         with _progress((max_train_tokens, max_val_tokens), str(out)) as bar, EncodeWorkers(tokenizer, num_threads) as w:
             for flat, lens in encoded_batches(w, texts, _wanted(train, val, val_doc_prob)):
-                pos = 0
-                for n in lens:
-                    if train.full and (val.full or val_doc_prob == 0):
-                        return {"documents_seen": seen}
-                    seen += 1
-                    draw = torch.rand(1, generator=g).item()  # exactly one draw per document
-                    if n == 0:
-                        continue
-                    doc, pos = flat[pos : pos + n + 1], pos + n + 1
-                    dest = val if draw < val_doc_prob and not val.full else (None if train.full else train)
-                    if dest is not None:
-                        bar.update(dest.write(doc))
-                        dest.n_documents += 1
+                runs, n_seen, done = route_batch(lens, g, train, val, val_doc_prob)
+                seen += n_seen
+                for dest, start, stop, n_docs in runs:
+                    bar.update(dest.write(flat[start:stop]))
+                    dest.n_documents += n_docs
+                if done:
+                    break
         return {"documents_seen": seen}
 
     return _run(out, writers, fill, meta, source)

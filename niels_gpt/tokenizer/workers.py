@@ -34,8 +34,9 @@ from typing import Any, TypeVar
 
 Result = TypeVar("Result")
 
-# Batches in flight per worker: one being encoded and one queued, so a worker never waits for the parent.
-AHEAD_PER_WORKER = 2
+# Batches in flight per worker. Results are consumed in input order, so a batch that is slow to encode holds
+# back new submissions; with 4 per worker the others still have queued work (2 left them idle now and then).
+AHEAD_PER_WORKER = 4
 START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 PRELOAD = ["numpy", "sentencepiece", "niels_gpt.tokenizer.model"]  # what every worker imports anyway
 
