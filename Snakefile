@@ -25,6 +25,10 @@ configfile: "config.yaml"
 include: "rules/common.smk"
 
 
+localrules:
+    all,
+
+
 rule all:
     input:
         ALL_TARGETS,

@@ -5,21 +5,11 @@ standard library docstrings, /usr/share/doc, /usr/share/info; nothing committed,
 16,000 pieces trained here with the project's trainer on the first quarter of that text (a tokenizer
 trained on other text would cut it into more, shorter pieces), or --tokenizer.
 
-(a) Throughput with --workers CPUs (2, the pretrain rule's `threads`), the documents cut into the
-batches the build makes (encode.BATCH_DOCS / BATCH_CHARS):
-  encode_batch   SentencePieceTokenizer.encode_batch(batch, num_threads=2) per batch, nothing kept
-  Pool(2) encode a multiprocessing.Pool(2) whose workers load the model once; `pool.imap(encode, batches)`
-                 returns every batch's `sp.encode(batch)` id lists to this process (the plain pattern)
-  Pool(2) count  the same pool returning only how many ids each batch made: SentencePiece's bare rate
-                 on 2 processes, nothing converted, written or sent back
-                 (the pool is started before the clock, the build's workers inside it)
-  build          build_pretrain_cache(docs, num_threads=2), unlimited budgets: uint16 shards written and
-                 hashed, meta.json (its workers' start-up is inside the clock)
-Rates are document tokens (eot excluded) per wall second, and CPU seconds per token of every process a
-contender uses (this one, the pool's workers, the build's workers): on a shared machine wall ratios
-swing with the neighbours' load, CPU ratios much less. Each round runs the four in turn (the order
-rotates); round 0 warms up (page cache, the build's fork server) and is not counted; ratios are taken per
-round against the references of the same round, then the median.
+(a) Throughput with --workers CPUs (2, the pretrain rule's `threads`) against the tokenizer's limit
+(benchmarks/encode_limit.py: encode_batch, Pool(2) encode, Pool(2) count) on the same documents, cut
+into the batches the build makes (encode.BATCH_DOCS / BATCH_CHARS). Contender: build_pretrain_cache(docs,
+num_threads=2), unlimited budgets: uint16 shards written and hashed, meta.json; its workers' start-up is
+inside the clock. Rates count document tokens (eot excluded).
 
 (b) Memory. Each budget is built in a fresh subprocess from an endless stream (the corpus, cycled) with
 --workers workers; it reports the peak RSS of the build process (VmHWM) and of its worker processes (the
@@ -35,9 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,56 +33,15 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.corpus import english_documents
+from benchmarks.corpus import english_documents, gathered
+from benchmarks.encode_limit import compare, descendants, english_tokenizer, with_workers_cpu
 from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.pretrain import writer as pretrain_writer
-from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
-
-_pool_sp = None  # the model inside a Pool(2) reference worker
-
-
-def _pool_init(model_path: str) -> None:
-    global _pool_sp
-    import sentencepiece as spm
-
-    _pool_sp = spm.SentencePieceProcessor(model_file=model_path)
-
-
-def _pool_encode(texts: list[str]) -> list[list[int]]:
-    return _pool_sp.encode(texts)
-
-
-def _pool_count(texts: list[str]) -> int:
-    return sum(len(ids) for ids in _pool_sp.encode(texts))
-
-
-def _cpu_seconds(pids) -> float:
-    """utime + stime of live processes (/proc/PID/stat fields 14 and 15)."""
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def english_tokenizer(docs: list[str], workdir: Path, path: str | None) -> SentencePieceTokenizer:
-    if path:
-        return SentencePieceTokenizer(path)
-    start = time.perf_counter()
-    tok = train_sentencepiece(docs[: len(docs) // 4], workdir / "english.model", vocab_size=16_000, num_threads=2)
-    print(f"trained a 16,000-piece tokenizer on a quarter of the text in {time.perf_counter() - start:.0f} s")
-    return tok
+from niels_gpt.tokenizer import SentencePieceTokenizer
 
 
 def batches_of(docs: list[str]) -> list[list[str]]:
     return list(batch_encode.text_batches(docs, lambda: float("inf")))
-
-
-def timed(fn) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of fn(); fn returns the CPU seconds its helper processes used."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    helpers = fn()
-    return time.perf_counter() - wall, time.process_time() - cpu + helpers
 
 
 def build(tok, docs, out: Path, workers: int) -> None:
@@ -112,53 +59,8 @@ def build(tok, docs, out: Path, workers: int) -> None:
 
 
 def throughput(tok, docs: list[str], n_tokens: int, rounds: int, workers: int, tmp: Path) -> None:
-    batches = batches_of(docs)
-    pool_encode, pool_count = f"Pool({workers}) encode", f"Pool({workers}) count"
-
-    def built() -> float:
-        before = forkserver_reaped_cpu()
-        build(tok, docs, tmp / "build", workers)
-        return forkserver_reaped_cpu() - before  # the build's workers, reaped when it shut them down
-
-    with multiprocessing.Pool(workers, initializer=_pool_init, initargs=(tok.model_path,)) as pool:
-        pids = [p.pid for p in multiprocessing.active_children()]
-
-        def pooled(fn) -> float:
-            before = _cpu_seconds(pids)
-            for _ in pool.imap(fn, batches):
-                pass
-            return _cpu_seconds(pids) - before
-
-        candidates = {
-            "encode_batch": lambda: [tok.encode_batch(b, num_threads=workers) for b in batches] and 0.0,
-            pool_encode: lambda: pooled(_pool_encode),
-            pool_count: lambda: pooled(_pool_count),
-            "build": built,
-        }
-        names = list(candidates)
-        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
-        for r in range(rounds + 1):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                result = timed(candidates[name])
-                if r:
-                    runs[name].append(result)
-    for name, res in runs.items():
-        wall = [w for w, _ in res]
-        ratios = {
-            ref: (
-                statistics.median(rw / w for (rw, _), w in zip(runs[ref], wall)),
-                statistics.median(rc / c for (_, rc), (_, c) in zip(runs[ref], res)),
-            )
-            for ref in (pool_encode, pool_count)
-        }
-        print(
-            f"{name:16s} {n_tokens / statistics.median(wall) / 1e6:5.2f} M tokens/s, "
-            f"{statistics.median(c for _, c in res) / n_tokens * 1e9:4.0f} CPU-ns/token | ratio to "
-            + ", ".join(f"{ref}: wall {w:4.2f} CPU {c:4.2f}" for ref, (w, c) in ratios.items())
-        )
-    print(
-        f"(medians of {rounds} rounds; CPU counts every process of a contender: the CPU ratio holds on a busy machine)"
-    )
+    build_once = with_workers_cpu(lambda: build(tok, docs, tmp / "build", workers))
+    compare(tok, batches_of(docs), n_tokens, {"build": build_once}, rounds, workers)
 
 
 def _vm_hwm_mb(pid: int | str) -> float:
@@ -166,35 +68,6 @@ def _vm_hwm_mb(pid: int | str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _descendants(pid: int) -> list[int]:
-    parent = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(stat.parent.name)] = int(fields[1])
-    out, frontier = [], [pid]
-    while frontier:
-        frontier = [p for p, pp in parent.items() if pp in frontier]
-        out += frontier
-    return out
-
-
-def forkserver_reaped_cpu() -> float:
-    """CPU seconds of every process the multiprocessing fork server has started and reaped (its
-    cutime + cstime): the build's worker processes, once they have exited."""
-    clock = os.sysconf("SC_CLK_TCK")
-    for pid in _descendants(os.getpid()):
-        try:
-            if b"multiprocessing.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                return (int(fields[13]) + int(fields[14])) / clock
-        except OSError:
-            continue
     return 0.0
 
 
@@ -208,7 +81,7 @@ class WorkerPeaks(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(0.5):
-            for pid in _descendants(os.getpid()):
+            for pid in descendants(os.getpid()):
                 try:
                     self.peaks[pid] = max(self.peaks.get(pid, 0.0), _vm_hwm_mb(pid))
                 except OSError:
@@ -277,13 +150,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_pretrain_build_") as tmp:
         tmp = Path(tmp)
-        start = time.perf_counter()
-        docs, kinds = english_documents(args.chars)
-        print(
-            f"English text gathered in {time.perf_counter() - start:.0f} s: {len(docs):,} documents, "
-            + ", ".join(f"{kind} {chars / 1e6:.1f} M" for kind, chars in kinds.items())
-            + " chars"
-        )
+        docs = gathered(args.chars)
         tok = english_tokenizer(docs, tmp, args.tokenizer)
         n_tokens = sum(map(len, tok.encode_batch(docs)))
         chars = sum(map(len, docs))

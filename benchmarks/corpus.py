@@ -27,6 +27,7 @@ import itertools
 import random
 import re
 import sysconfig
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,6 +126,15 @@ def english_documents(max_chars: int) -> tuple[list[str], dict[str, int]]:
     if total == 0:
         raise RuntimeError(f"no English prose found under {DOC_ROOT}, {INFO_ROOT} or the Python standard library")
     return docs, chars
+
+
+def gathered(max_chars: int) -> list[str]:
+    """english_documents(max_chars), printing what was gathered and how long it took."""
+    start = time.perf_counter()
+    docs, chars = english_documents(max_chars)
+    kinds = ", ".join(f"{kind} {n / 1e6:.1f} M" for kind, n in chars.items())
+    print(f"English text gathered in {time.perf_counter() - start:.0f} s: {len(docs):,} documents, {kinds} chars")
+    return docs
 
 
 def chats(docs: list[str], seed: int = 0) -> list[list[dict]]:

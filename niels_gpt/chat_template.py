@@ -50,7 +50,7 @@ def normalize_messages(messages: Any, *, where: str = "example") -> list[tuple[s
         raise ValueError(f"{where}: messages must be a list of {{role, content}}, got {type(messages).__name__}")
     out = []
     for i, m in enumerate(messages):
-        if isinstance(m, Mapping):
+        if isinstance(m, (dict, Mapping)):  # dict first: the common case, without the ABC check
             role, content = m.get("role"), m.get("content")
         else:
             role, content = getattr(m, "role", None), getattr(m, "content", None)

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from conftest import tiny_corpus
 from loader_fixtures import write_parquet
@@ -291,3 +292,34 @@ def test_merge_ignores_parts_left_by_a_larger_num_parts(unlimited, tmp_path):
     lines = []
     merge_pretrain_parts(tmp_path / "parts", tmp_path, num_parts=2, shard_bytes=SHARD_BYTES, log=lines.append)
     assert file_hashes(tmp_path) == file_hashes(unlimited[2]) and "ignoring part_003" in lines[0]
+
+
+def rows_destroyed(parquet: bytes) -> bytes:
+    """The file with every byte between the leading magic and the footer overwritten: its schema (in the
+    footer) still reads - datasets reads the first file's schema in every part - its rows do not."""
+    footer = int.from_bytes(parquet[-8:-4], "little") + 8
+    return parquet[:4] + b"\xff" * (len(parquet) - footer - 4) + parquet[-footer:]
+
+
+def test_a_part_reads_rows_only_from_its_own_data_files(data, unlimited, tiny_tokenizer_path, tmp_path):
+    glob, _ = data
+    meta = read_meta(str(unlimited[2] / "parts" / part_name(1) / "meta.json"))
+    mine = {Path(p).name for p in meta["provenance"]["stream"]["part_data_files"]}
+    assert mine and len(mine) < N_FILES
+    for f in sorted(Path(glob).parent.glob("*.parquet")):  # the other part's rows become unreadable
+        (tmp_path / f.name).write_bytes(f.read_bytes() if f.name in mine else rows_destroyed(f.read_bytes()))
+    other = next(p for p in sorted(tmp_path.glob("*.parquet")) if p.name not in mine)
+    with pytest.raises(OSError, match="page header"):  # the control: a destroyed file's rows do not read
+        pq.read_table(other)
+    build_pretrain_source(
+        config(str(tmp_path / "*.parquet")),
+        "fineweb_edu",
+        tokenizer_path=tiny_tokenizer_path,
+        out_dir=tmp_path / "part_001",
+        num_threads=1,
+        log=lambda s: None,
+        num_parts=2,
+        part=1,
+    )
+    for s in ("train", "val"):
+        assert np.array_equal(tokens(tmp_path / "part_001" / s), tokens(unlimited[2] / "parts" / part_name(1) / s))
