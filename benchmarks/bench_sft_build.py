@@ -8,9 +8,11 @@ The references (benchmarks/encode_limit.py: encode_batch, Pool(2) encode, Pool(2
 chats' message contents, in the batches the writer renders (writer.ENCODE_BATCH examples per batch).
 Contender: build_sft_cache(chats, num_threads=2, val_frac=0.1, t_max=1024, truncation head): render
 with the template, split, drop, write tokens + offsets + meta.json; its workers' start-up is inside the
-clock. Rates count content tokens (the role and eot ids the template adds are not counted).
+clock. The chats are repeated --repeat times (3: ~15 M content tokens) so that the build's fixed costs
+(starting its workers, the final fsync and meta.json) weigh what they weigh in a real build. Rates count
+content tokens (the role and eot ids the template adds are not counted).
 
-    python -m benchmarks.bench_sft_build [--chars 20000000] [--rounds 5] [--workers 2] [--tokenizer PATH]
+    python -m benchmarks.bench_sft_build [--chars 20000000] [--repeat 3] [--rounds 5] [--workers 2] [--tokenizer PATH]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def build(tok, examples, out: Path, workers: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chars", type=int, default=20_000_000, help="characters of English text")
+    ap.add_argument("--repeat", type=int, default=3, help="the chats this many times over")
     ap.add_argument("--rounds", type=int, default=5, help="counted rounds (after one warm-up round)")
     ap.add_argument("--workers", type=int, default=2, help="CPUs for every contender (the rule's threads)")
     ap.add_argument("--tokenizer", default=None, help="a niels_gpt SentencePiece model (default: train one)")
@@ -42,7 +45,7 @@ def main() -> None:
         tmp = Path(tmp)
         docs = gathered(args.chars)
         tok = english_tokenizer(docs, tmp, args.tokenizer)
-        examples = chats(docs)
+        examples = chats(docs) * args.repeat
         step = sft_writer.ENCODE_BATCH
         batches = [
             [m["content"] for chat in examples[i : i + step] for m in chat] for i in range(0, len(examples), step)

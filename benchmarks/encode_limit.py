@@ -6,7 +6,9 @@ References, all on `workers` CPUs and the same batches of text as the contender:
                    returns every batch's `sp.encode(batch)` id lists to this process (the plain pattern)
   Pool(N) count    the same pool returning only how many ids each batch made: SentencePiece's bare rate
                    on N processes, nothing converted, written or sent back
-The pool is started before the clock (a contender's own start-up is inside it).
+The pool is started before the clock; a contender's own start-up is inside it (`worker_start_stop_seconds`
+measures that fixed cost alone: ~0.1 s, which is why the benchmarks repeat the text to tens of millions
+of tokens, nearer a real build's size, instead of timing a few seconds of work).
 
 `compare` runs the references and the contenders in rounds, the order rotating; round 0 warms up
 (page cache, the build's fork server) and is not counted. It reports tokens per wall second, and CPU
@@ -101,6 +103,21 @@ def with_workers_cpu(build: Callable[[], object]) -> Callable[[], float]:
         return forkserver_reaped_cpu() - before
 
     return run
+
+
+def worker_start_stop_seconds(tok, workers: int, rounds: int = 5) -> float:
+    """Median wall seconds to start `workers` encoding processes, encode one short text, and stop them:
+    the fixed cost every build pays on top of its tokens (the reference pool is started before the clock)."""
+    from niels_gpt.pretrain.encode import encode_documents
+    from niels_gpt.tokenizer.workers import EncodeWorkers
+
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        with EncodeWorkers(tok, workers) as pool:
+            list(pool.map(encode_documents, [["a short text"]] * workers))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _timed(fn: Callable[[], float]) -> tuple[float, float]:

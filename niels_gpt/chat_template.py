@@ -26,7 +26,6 @@ before p is asst and token p is not itself a role token.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,7 +107,7 @@ def render_chats(
     special = tokenizer.special_ids
     tokens[start] = [special[ROLE_TO_SPECIAL[r]] for r in roles]
     content_start = np.cumsum(content_len) - content_len  # where each content begins in `flat`
-    flat = pack_tokens(list(itertools.chain.from_iterable(ids)))
+    flat = pack_tokens(ids)
     tokens[np.repeat(start + 1 - content_start, content_len) + np.arange(len(flat))] = flat
     tokens[(start + 1 + content_len)[has_eot]] = special["eot"]
     mask = np.repeat(np.array([r == "assistant" for r in roles], dtype=bool), block)

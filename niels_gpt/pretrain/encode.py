@@ -52,12 +52,7 @@ def encode_documents(tokenizer, texts: list[str]) -> tuple[np.ndarray, list[int]
     """(flat uint16 ids with eot after every non-empty doc, per-doc token counts without eot); runs in
     a worker, so the ids never exist as Python ints in the writing process."""
     ids = tokenizer.encode_batch(texts, num_threads=1)
-    flat: list[int] = []
-    for doc in ids:
-        if doc:
-            flat += doc
-            flat.append(tokenizer.eot_id)
-    return pack_tokens(flat), [len(doc) for doc in ids]
+    return pack_tokens(ids, end=tokenizer.eot_id), [len(doc) for doc in ids]
 
 
 def encoded_batches(workers: EncodeWorkers, texts: Iterable, wanted_chars) -> Iterator[tuple[np.ndarray, list[int]]]:
