@@ -73,7 +73,8 @@ def test_presplit_roundtrip_decodes_every_document(tmp_path, tiny_tokenizer):
     assert meta["built"] is True and read_meta(str(tmp_path / "meta.json")) == meta
 
 
-def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer):
+def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer, monkeypatch):
+    monkeypatch.setattr(batch_encode, "BATCH_DOCS", 7)  # draws span many batches
     texts = tiny_corpus(80, seed=3) + [""]  # the empty document still draws, but writes nothing
     meta = build_stream(texts, tmp_path, tiny_tokenizer, val_doc_prob=0.3, seed=11)
     g = torch.Generator().manual_seed(11)

@@ -25,7 +25,9 @@ BATCH_CHARS = 1 << 20
 
 
 def text_of(item) -> str:
-    text = getattr(item, "text", item)  # str or PretrainSample
+    if type(item) is str:
+        return item
+    text = getattr(item, "text", item)  # PretrainSample (or a str subclass)
     if not isinstance(text, str):
         raise TypeError(f"pretrain input must yield str or PretrainSample, got {type(item).__name__}")
     return text

@@ -92,11 +92,14 @@ def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_do
     room = {w: float("inf") if w.budget is None else w.budget - w.n_tokens for w in (train, val)}
     runs: list[list] = []
     pos = seen = 0
-    for n in lens:
+    # One draw per document: torch's CPU uniform sampler takes the generator's values one per element, in
+    # order, so one call for the batch gives the values of one torch.rand(1, generator=g) per document
+    # (test_stream_split_follows_the_recorded_rule checks the bytes against single draws).
+    draws = torch.rand(len(lens), generator=g).tolist()
+    for n, draw in zip(lens, draws):
         if room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0):
             return runs, seen, True
         seen += 1
-        draw = torch.rand(1, generator=g).item()  # exactly one draw per document
         if n == 0:
             continue
         start, pos = pos, pos + n + 1  # the document and its eot
