@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from niels_gpt.special_tokens import ROLE_TO_SPECIAL
-from niels_gpt.token_files import TOKEN_DTYPE, pack_tokens
+from niels_gpt.token_files import pack_tokens
 
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 ROLE_NAMES = tuple(ROLE_TO_SPECIAL.values())  # ("sys", "usr", "asst"): the role tokens
@@ -88,30 +88,27 @@ def render_chats(
 ) -> RenderedChats:
     """Render validated examples ((role, content) pairs, see normalize_messages) with the template.
 
-    Every content is encoded independently in one `encode_batch` call; the blocks are then laid out
-    with array arithmetic (no Python loop per token): message m of length c_m occupies
-    [start_m, start_m + c_m + 2): its role id, its content ids, eot (no eot after an example's last
-    message when `add_final_eot` is False). The SFT writer runs this in worker processes.
+    Every content is encoded independently in one `encode_batch` call; each message becomes one block
+    [role id, content ids..., eot] (no eot after an example's last message when `add_final_eot` is
+    False), packed straight to uint16; the mask follows from the block lengths. The SFT writer runs
+    this in worker processes.
     """
     roles = [role for pairs in examples for role, _ in pairs]
-    contents = [content for pairs in examples for _, content in pairs]
-    ids = tokenizer.encode_batch(contents, num_threads=1)
-    content_len = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    ids = tokenizer.encode_batch([content for pairs in examples for _, content in pairs], num_threads=1)
     per_example = np.fromiter(map(len, examples), dtype=np.int64, count=len(examples))
     has_eot = np.ones(len(ids), dtype=bool)
     if not add_final_eot:
         has_eot[np.cumsum(per_example) - 1] = False
-    block = content_len + 1 + has_eot  # role + content + eot
-    start = np.cumsum(block) - block
-    tokens = np.empty(int(block.sum()), dtype=TOKEN_DTYPE)
     special = tokenizer.special_ids
-    tokens[start] = [special[ROLE_TO_SPECIAL[r]] for r in roles]
-    content_start = np.cumsum(content_len) - content_len  # where each content begins in `flat`
-    flat = pack_tokens(ids)
-    tokens[np.repeat(start + 1 - content_start, content_len) + np.arange(len(flat))] = flat
-    tokens[(start + 1 + content_len)[has_eot]] = special["eot"]
+    eot = special["eot"]
+    role_ids = [special[ROLE_TO_SPECIAL[r]] for r in roles]
+    tokens = pack_tokens(
+        [role, *content, eot] if with_eot else [role, *content]
+        for role, content, with_eot in zip(role_ids, ids, has_eot.tolist())
+    )
+    block = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)) + 1 + has_eot  # role + content + eot
     mask = np.repeat(np.array([r == "assistant" for r in roles], dtype=bool), block)
-    mask[start] = False  # the role token itself is never a target
+    mask[np.cumsum(block) - block] = False  # the role token itself is never a target
     first_message = np.cumsum(per_example) - per_example
     lengths = np.add.reduceat(block, first_message) if len(block) else np.zeros(0, dtype=np.int64)
     return RenderedChats(tokens, mask, lengths.astype(np.int64))

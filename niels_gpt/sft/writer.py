@@ -90,12 +90,14 @@ def _write_split(rendered_batches, out: Path, split: str, t_max: int, truncation
         for rendered in rendered_batches:
             ok = usable(rendered, t_max, truncation)
             n_dropped += int(np.count_nonzero(~ok))
-            lengths = rendered.lengths[ok]
-            kept = np.repeat(ok, rendered.lengths)  # per token: does its example stay?
+            lengths, tokens, mask = rendered.lengths, rendered.tokens, rendered.mask
+            if not ok.all():
+                kept = np.repeat(ok, lengths)  # per token: does its example stay?
+                lengths, tokens, mask = lengths[ok], tokens[kept], mask[kept]
             offsets.extend((n_tokens + np.cumsum(lengths) - lengths).tolist())
-            n_labels += int(np.count_nonzero(rendered.mask[kept]))
+            n_labels += int(np.count_nonzero(mask))
             n_truncated += int(np.count_nonzero(lengths > t_max + 1))
-            data = rendered.tokens[kept].astype(TOKEN_DTYPE, copy=False).tobytes()
+            data = tokens.astype(TOKEN_DTYPE, copy=False).tobytes()
             f.write(data)
             h.update(data)
             n_tokens += int(lengths.sum())
