@@ -13,8 +13,10 @@ of tokens, nearer a real build's size, instead of timing a few seconds of work).
 `compare` runs the references and the contenders in rounds, the order rotating; round 0 warms up
 (page cache, the build's fork server) and is not counted. It reports tokens per wall second, and CPU
 seconds per token of every process a contender uses (this one, the pool's workers, the build's workers
-as the multiprocessing fork server reaps them): on a shared machine wall ratios swing with the
-neighbours' load, CPU ratios much less. Ratios are taken per round against the references of the same
+as the multiprocessing fork server reaps them), and CPUs busy (CPU seconds per wall second; 2 = both
+cores kept busy). On a shared machine wall ratios swing with the neighbours' load, CPU ratios much
+less; on a quiet one a contender that keeps as many CPUs busy as the reference has a wall ratio near
+its CPU ratio. Ratios are taken per round against the references of the same
 round, then the median. Linux only (/proc).
 """
 
@@ -161,8 +163,10 @@ def compare(
             f"CPU {statistics.median(rc / c for (_, rc), (_, c) in zip(runs[ref], res)):4.2f}"
             for ref in (pool_encode, pool_count)
         ]
+        busy = statistics.median(c / w for w, c in res)
         print(
             f"{name:16s} {n_tokens / statistics.median(wall) / 1e6:5.2f} M tokens/s, "
-            f"{statistics.median(c for _, c in res) / n_tokens * 1e9:4.0f} CPU-ns/token | ratio to " + ", ".join(ratios)
+            f"{statistics.median(c for _, c in res) / n_tokens * 1e9:4.0f} CPU-ns/token, {busy:4.2f} CPUs busy "
+            "| ratio to " + ", ".join(ratios)
         )
     print(f"(medians of {rounds} rounds after a warm-up round)")

@@ -16,9 +16,14 @@ to the loss); `num_dropped` counts them per split. An example with no assistant 
 Split: `niels_gpt.splits` by example, or by group when `group_keys` is given (oasst1 passes tree
 ids so all threads of a tree land in one split). Order within a split is input order.
 
+Rendering: batches of ENCODE_BATCH examples go to `num_threads` worker processes
+(tokenizer/workers.py) that encode the contents and lay out the template (`chat_template.render_chats`),
+returning uint16 tokens, the loss mask and lengths; this process only checks, filters and writes, in
+input order, so the bytes do not depend on the number of workers.
+
 Memory: the examples are buffered (as (role, content) string pairs) because the split needs every
 group key before the first write; SFT sets are small (dolly 15k rows, oasst1 ~10k threads: tens of
-MB of text). Token ids are never held for more than one batch: they are stream-written.
+MB of text). Token ids are never held for more than a few batches: they are stream-written.
 
 Atomicity: stale outputs are removed first (meta.json first), files are written under `*.tmp` and
 renamed when all are complete, meta.json last. A failed build leaves nothing behind.

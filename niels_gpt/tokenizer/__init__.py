@@ -2,8 +2,9 @@
 
     from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
 
-model.py (load, encode, decode, special ids), train.py (train a model), job.py (config -> model +
-meta.json), cli.py (`build-tokenizer`).
+model.py (load, encode, decode, special ids), train.py (train a model), workers.py (encoding in worker
+processes, for the pretrain and SFT writers), job.py (config -> model + meta.json), cli.py
+(`build-tokenizer`).
 """
 
 from niels_gpt.tokenizer.model import SentencePieceTokenizer
