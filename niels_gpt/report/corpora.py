@@ -22,8 +22,8 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, STREAM_SOURCES
-from niels_gpt.report.ngrams import Concatenated
-from niels_gpt.token_files import list_shards, open_tokens
+from niels_gpt.report.ngrams import Concatenated, DiskArray
+from niels_gpt.token_files import TOKEN_DTYPE, list_shards
 
 UNITS = {"pretrain": "document", "sft": "example", "streams": "segment"}
 EXCERPT_TOKENS = 32  # decoded for a val document named in the audit: enough to recognise it
@@ -53,20 +53,23 @@ class Split:
         return UNITS[self.family]
 
     def sequence(self) -> Concatenated:
-        """The split's ids (or bytes) as one memory-mapped sequence: nothing is read yet."""
-        if self.space == "bytes":
-            return Concatenated([np.memmap(p, dtype=np.uint8, mode="r") for p in self.files if os.path.getsize(p)])
-        return Concatenated([open_tokens(p) for p in self.files])
+        """The split's ids (or bytes) as one sequence on disk: nothing is read yet."""
+        return Concatenated([DiskArray(p, np.uint8 if self.space == "bytes" else TOKEN_DTYPE) for p in self.files])
 
-    def unit_starts(self, data: np.ndarray) -> np.ndarray:
-        """Start position of every unit of this split, whose whole content is `data`."""
+    def unit_bounds(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of every unit of this split, whose whole content is `data`; [start, end) is the
+        unit's text without its separator (a pretrain document's eot, a stream's separator)."""
+        n = len(data)
         if self.family == "sft":
-            return np.load(self.files[0].with_name(layout.sft_offsets_name(self.split)), allow_pickle=False)
+            starts = np.load(self.files[0].with_name(layout.sft_offsets_name(self.split)), allow_pickle=False)
+            return starts, np.append(starts[1:], n)
         if self.family == "pretrain":
-            ends = np.flatnonzero(data == self.meta["special_token_ids"]["eot"]) + 1
-            return np.concatenate(([0], ends[ends < len(data)])).astype(np.int64)
+            eots = np.flatnonzero(data == self.meta["special_token_ids"]["eot"])
+            starts = np.concatenate(([0], eots[eots + 1 < n] + 1))
+            return starts, np.append(eots, n)[: len(starts)]
         sep = (self.meta.get("sep") or self.meta.get("delimiter") or "\n\n").encode("utf-8")
-        return np.array([0] + [m.end() for m in re.finditer(re.escape(sep), data.tobytes())], dtype=np.int64)
+        found = [m.start() for m in re.finditer(re.escape(sep), data.tobytes())]
+        return np.array([0] + [f + len(sep) for f in found], dtype=np.int64), np.array(found + [n], dtype=np.int64)
 
     def special_ids(self) -> list[int]:
         """Ids that are never text (the chat specials, eot among them): no n-gram may hold one."""
@@ -123,12 +126,12 @@ def _read_json(path: str) -> dict:
         return json.load(f)
 
 
-def excerpt(split: Split, data: np.ndarray, start: int, tokenizer=None) -> str:
-    """The beginning of the unit at `start`, as one short line of text."""
+def excerpt(split: Split, data: np.ndarray, start: int, end: int, tokenizer=None) -> str:
+    """The beginning of the unit data[start:end], as one short line of text (chat roles as <|usr|> ...)."""
     if split.space == "bytes":
-        text = data[start : start + 4 * EXCERPT_CHARS].tobytes().decode("utf-8", errors="replace")
+        text = data[start : min(end, start + 4 * EXCERPT_CHARS)].tobytes().decode("utf-8", errors="replace")
     elif tokenizer is not None:
-        text = tokenizer.decode(int(i) for i in data[start : start + EXCERPT_TOKENS])
+        text = tokenizer.decode_with_specials(data[start : min(end, start + EXCERPT_TOKENS)], short_names=True)
     else:
         return ""
     text = " ".join(text.split())

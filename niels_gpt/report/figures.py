@@ -47,6 +47,9 @@ def _histograms(rows: list[dict], edges: list[float], unit: str, marker=None):
     edges = np.asarray(edges)
     filled = [i for r in rows for s in r["splits"].values() for i, c in enumerate(s["length_hist"]) if c]
     limits = (edges[max(min(filled, default=0) - 1, 0)], edges[min(max(filled, default=0) + 2, len(edges) - 1)])
+    if marker is not None:  # keep the marked length (T_max + 1) in view
+        marks = [marker(r)[0] for r in rows]
+        limits = (min([limits[0], *marks]), max([limits[1], *(1.5 * m for m in marks)]))
     for ax, row in zip(axes[:, 0], rows):
         for split in SPLITS:
             hist = np.asarray(row["splits"].get(split, {}).get("length_hist", []), dtype=float)

@@ -4,8 +4,8 @@ For every val split (pretrain, SFT, streams) and every train split of every sour
 (token ids for pretrain and SFT, which share the tokenizer; bytes for the streams): the fraction of the
 val split's n-gram positions whose n-gram occurs anywhere in that train split. n is 13 tokens (the
 GPT-3 decontamination convention; `leakage.n_tokens`) or 50 bytes for the streams (`leakage.n_bytes`;
-13 bytes would match common phrases, 50 bytes is about 13 tokens of English). An n-gram never spans an
-eot or a chat special (so never two documents or examples); a stream n-gram may span a separator.
+13 bytes would match common phrases, 50 bytes is about 13 tokens of English). An n-gram lies inside one
+unit (a document, an example, a stream segment between separators) and holds no chat special.
 
 Memory is set by the val side: every val split of a space is read whole, hashed (ngrams.py) and
 indexed once; each train split is then scanned once, streaming, against that index. The result
@@ -45,30 +45,42 @@ class LeakageError(ValueError):
 
 @dataclass
 class ValSide:
-    """One val split, hashed: its n-gram positions (valid ones only) and the unit each belongs to."""
+    """One val split, hashed: its valid n-grams (see `_val_side`) and the unit each belongs to."""
 
     split: Split
-    data: np.ndarray
+    data: np.ndarray  # the whole split
     starts: np.ndarray  # position of every unit
+    ends: np.ndarray  # end of every unit's text
     unit_of: np.ndarray  # unit of every valid n-gram
-    key_of: np.ndarray  # position of every valid n-gram's hash in the space's index
+    hashes: np.ndarray  # hash of every valid n-gram (dropped once indexed)
+    key_of: np.ndarray | None = None  # position of every valid n-gram's hash in the space's index
 
 
-def _hash_val(split: Split, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(data, unit starts, hashes of the valid n-grams, their units)."""
+def _val_side(split: Split, n: int) -> ValSide:
+    """Read and hash one val split. Valid n-grams lie inside one unit's text (no separator, no eot)
+    and hold no special id."""
     seq = split.sequence()
     data = seq.read(0, len(seq))
-    starts = split.unit_starts(data)
+    starts, ends = split.unit_bounds(data)
     hashes = rolling_hashes(data, n)
+    positions = np.arange(len(hashes))
+    units = np.searchsorted(starts, positions, side="right") - 1
+    valid = ends[units] >= positions + n
     special = split.special_ids()
     if special:
         table = np.zeros(1 << 16, dtype=bool)
         table[special] = True
-        valid = np.flatnonzero(~windows_touching(table[data], n))
-        hashes = hashes[valid]
-    else:
-        valid = np.arange(len(hashes))
-    return data, starts, hashes, np.searchsorted(starts, valid, side="right") - 1
+        valid &= ~windows_touching(table[data], n)
+    return ValSide(split, data, starts, ends, units[valid], hashes[valid])
+
+
+def _index(sides: list[ValSide]) -> NgramIndex:
+    """One index over the n-grams of every val split; sets each side's `key_of`."""
+    index, inverse = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides]))
+    lo = 0
+    for side in sides:
+        side.key_of, lo, side.hashes = inverse[lo : lo + len(side.hashes)], lo + len(side.hashes), None
+    return index
 
 
 def _round(x: float) -> float:
@@ -101,49 +113,39 @@ def _top_units(side: ValSide, seen: dict[str, np.ndarray], top: int, tokenizer) 
                 "fraction": _round(frac[u]),
                 "worst_train": max(by_train, key=lambda k: (by_train[k], k)),
                 "by_train": by_train,
-                "excerpt": excerpt(side.split, side.data, int(side.starts[u]), tokenizer),
+                "excerpt": excerpt(side.split, side.data, int(side.starts[u]), int(side.ends[u]), tokenizer),
             }
         )
     return (float(any_seen.mean()) if len(any_seen) else 0.0), rows
 
 
+def _val_row(side: ValSide, seen: dict[str, np.ndarray], top: int, tokenizer) -> dict:
+    fraction_any, rows = _top_units(side, seen, top, tokenizer)
+    total = max(len(side.key_of), 1)
+    return {
+        "name": side.split.name,
+        "space": side.split.space,
+        "unit": side.split.unit,
+        "units": len(side.starts),
+        "ngrams": len(side.key_of),
+        "fraction_any": _round(fraction_any),
+        "fraction": {name: _round(s[side.key_of].sum() / total) for name, s in seen.items()},
+        "top": rows,
+    }
+
+
 def _audit_space(splits: list[Split], n: int, *, top: int, num_threads: int, tokenizer, log) -> tuple[list, list]:
     """Hash every val split of one space, scan every train split once; (val rows, train rows)."""
-    vals = [s for s in splits if s.split == "val"]
-    trains = [s for s in splits if s.split == "train"]
-    hashed = [_hash_val(s, n) for s in vals]
-    index, inverse = NgramIndex.from_hashes(
-        np.concatenate([h for _, _, h, _ in hashed]) if hashed else np.zeros(0, np.uint64)
-    )
-    bounds = np.cumsum([0] + [len(h) for _, _, h, _ in hashed])
-    sides = [
-        ValSide(s, data, starts, units, inverse[bounds[i] : bounds[i + 1]])
-        for i, (s, (data, starts, _, units)) in enumerate(zip(vals, hashed))
-    ]
-    log(f"{len(index):,} distinct val {n}-grams in {len(vals)} val splits ({index.nbytes / 1e6:,.1f} MB index)")
+    sides = [_val_side(s, n) for s in splits if s.split == "val"]
+    index = _index(sides)
+    log(f"{len(index):,} distinct val {n}-grams in {len(sides)} val splits ({index.nbytes / 1e6:,.1f} MB index)")
     seen, train_rows = {}, []
-    for t in trains:
+    for t in (s for s in splits if s.split == "train"):
         seq = t.sequence()
         seen[t.name] = scan_matches(seq, n, index, num_threads=num_threads)
         train_rows.append({"name": t.name, "space": t.space, "positions": len(seq)})
         log(f"scanned {t.name} train: {len(seq):,} positions, {int(seen[t.name].sum()):,} val {n}-grams found")
-    val_rows = []
-    for side in sides:
-        fraction_any, rows = _top_units(side, seen, top, tokenizer)
-        total = max(len(side.key_of), 1)
-        val_rows.append(
-            {
-                "name": side.split.name,
-                "space": side.split.space,
-                "unit": side.split.unit,
-                "units": len(side.starts),
-                "ngrams": len(side.key_of),
-                "fraction_any": _round(fraction_any),
-                "fraction": {name: _round(s[side.key_of].sum() / total) for name, s in seen.items()},
-                "top": rows,
-            }
-        )
-    return val_rows, train_rows
+    return [_val_row(side, seen, top, tokenizer) for side in sides], train_rows
 
 
 def audit(
@@ -184,8 +186,9 @@ def offenders(result: dict, max_fraction: float) -> list[tuple[float, dict, str]
     return sorted(pairs, key=lambda p: (-p[0], p[1]["name"], p[2]))
 
 
-def check_gate(result: dict, shown: int = 5) -> None:
-    """Raise LeakageError naming the worst (val, train) pairs and their units, if max_fraction is set and exceeded."""
+def check_gate(result: dict, units_named: int = 2) -> None:
+    """Raise LeakageError if max_fraction is set and exceeded: one line per offending (val, train) pair,
+    worst first, naming its most affected units."""
     limit = result["max_fraction"]
     if limit is None:
         return
@@ -193,17 +196,17 @@ def check_gate(result: dict, shown: int = 5) -> None:
     if not bad:
         return
     lines = []
-    for fraction, val, train in bad[:shown]:
+    for fraction, val, train in bad:
         n = result["n"][val["space"]]
-        units = [u for u in val["top"] if train in u["by_train"]][:3]
+        units = sorted((u for u in val["top"] if train in u["by_train"]), key=lambda u: -u["by_train"][train])
         named = "; ".join(
             f"{val['unit']} {u['unit']} ({100 * u['by_train'][train]:.1f}% of its {u['ngrams']:,}): {u['excerpt']!r}"
-            for u in units
+            for u in units[:units_named]
         )
+        named = named or f"none of the {len(val['top'])} {val['unit']}s with the most overlap overall"
         lines.append(f"{val['name']} val in {train} train: {100 * fraction:.2f}% of {n}-grams; most affected: {named}")
-    more = f"\n  ... and {len(bad) - shown} more pair(s)" if len(bad) > shown else ""
     raise LeakageError(
         f"leakage gate: {len(bad)} val/train pair(s) share more than leakage.max_fraction = {100 * limit:g}% "
-        "of the val split's n-grams:\n  - " + "\n  - ".join(lines) + more + "\n"
+        "of the val split's n-grams:\n  - " + "\n  - ".join(lines) + "\n"
         "remove the duplicated text from one side, or raise leakage.max_fraction (null = report only)"
     )

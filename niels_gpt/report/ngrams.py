@@ -18,11 +18,13 @@ least 16 slots per hash (at most 4 bytes per hash each), so its memory is set by
   3. an exact binary search in the sorted hashes, on the <= 1/256 of non-members left.
 `scan_matches` runs that over a train split read in fixed chunks (consecutive chunks overlap by
 n - 1 positions, so no n-gram is lost at a chunk or shard boundary), on a few threads (numpy releases
-the GIL in these loops): memory per thread is a few bytes per chunk position whatever the split's size.
+the GIL in these loops): memory per thread is a few bytes per chunk position whatever the split's size
+(shards are read with plain reads, `DiskArray`, not memory-mapped).
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -111,10 +113,30 @@ class NgramIndex:
         return pos[self.keys[pos] == h]
 
 
-class Concatenated:
-    """Several 1-d arrays (the shards of a split) read as one sequence, a slice at a time."""
+class DiskArray:
+    """A 1-d array in a raw file, sliced with plain reads. Unlike a memory map, the pages read do not
+    stay in the process's resident memory, so scanning a split of any size costs one slice of RAM."""
 
-    def __init__(self, arrays: Sequence[np.ndarray]):
+    def __init__(self, path: str | os.PathLike, dtype):
+        self.path, self.dtype = path, np.dtype(dtype)
+        size = os.path.getsize(path)
+        if size % self.dtype.itemsize:
+            raise ValueError(f"{path}: {size:,} bytes is not a whole number of {self.dtype} items; rebuild the cache")
+        self.length = size // self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, s: slice) -> np.ndarray:
+        start, stop, _ = s.indices(self.length)
+        count = max(stop - start, 0)
+        return np.fromfile(self.path, dtype=self.dtype, count=count, offset=start * self.dtype.itemsize)
+
+
+class Concatenated:
+    """Several 1-d arrays (or DiskArrays: the shards of a split) read as one sequence, a slice at a time."""
+
+    def __init__(self, arrays: Sequence[np.ndarray | DiskArray]):
         self.arrays = [a for a in arrays if len(a)]
         self.bounds = np.cumsum([0] + [len(a) for a in self.arrays])
 

@@ -18,8 +18,9 @@ from niels_gpt import layout
 from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.inspection.scan import example_blocks, example_lengths
 from niels_gpt.report.corpora import Split, find_splits
+from niels_gpt.report.ngrams import DiskArray
 from niels_gpt.sft.windows import count_targets, kept_windows
-from niels_gpt.token_files import MAX_VOCAB, open_tokens
+from niels_gpt.token_files import MAX_VOCAB, TOKEN_DTYPE, open_tokens
 
 READ_CHUNK = 1 << 22  # tokens per read (8 MB): flat memory, few Python iterations per GB
 # Length histograms: 4 bins per doubling from 1 to 2**26 tokens, the same edges for every source so
@@ -33,9 +34,9 @@ def length_histogram(lengths: np.ndarray) -> np.ndarray:
 
 def _chunks(files: Sequence) -> Iterator[np.ndarray]:
     for path in files:
-        tokens = open_tokens(path)
+        tokens = DiskArray(path, TOKEN_DTYPE)
         for lo in range(0, len(tokens), READ_CHUNK):
-            yield np.asarray(tokens[lo : lo + READ_CHUNK])
+            yield tokens[lo : lo + READ_CHUNK]
 
 
 def document_stats(files: Sequence, eot: int) -> dict:
@@ -86,7 +87,7 @@ def sft_split_stats(s: Split) -> dict:
     keeps (windows.py), examples cut (longer than T_max+1) and dropped at build time, lengths."""
     t_max, truncation = s.meta["T_max"], s.meta["truncation"]
     tokens = open_tokens(s.files[0])
-    offsets = s.unit_starts(tokens)
+    offsets, _ = s.unit_bounds(tokens)
     labels = kept = 0
     for lo, hi, starts in example_blocks(offsets, len(tokens)):
         mask = loss_mask_from_tokens(tokens[lo:hi], s.meta["special_token_ids"], example_starts=starts)
