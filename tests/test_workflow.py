@@ -206,6 +206,7 @@ def test_report_html_is_produced_offline_right_after_cache_all(built):
             assert root.tag == "{http://www.w3.org/2000/svg}svg", name
     for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage"):
         assert f'"{category}"' in page
+    assert page.count('"caption": "<p>') == len(figures)  # every figure with its rules/report/*.rst caption
     assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
 
 
