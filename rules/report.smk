@@ -51,7 +51,9 @@ rule report_tokenizer:
         model=TOKENIZER_MODEL,
         caches=PRETRAIN_TARGETS + SFT_TARGETS,
     output:
-        bpt=report(FIGURE["tokenizer_bytes_per_token"], caption="report/tokenizer_bytes_per_token.rst", category="Tokenizer"),
+        bpt=report(
+            FIGURE["tokenizer_bytes_per_token"], caption="report/tokenizer_bytes_per_token.rst", category="Tokenizer"
+        ),
         vocab=report(FIGURE["tokenizer_vocab_use"], caption="report/tokenizer_vocab_use.rst", category="Tokenizer"),
     params:
         spec=report_spec(),
