@@ -85,12 +85,12 @@ class RankCursor:
 
     def __init__(self, n: int, seed: int, *, rank: int, world_size: int, epoch: int = 0, cursor: int = 0):
         self.n, self.seed, self.rank, self.world_size = n, seed, rank, world_size
-        self.per_epoch = items_per_epoch(n, rank, world_size)
-        if self.per_epoch < 1:
+        if n < world_size:
             raise ValueError(
-                f"{n:,} items cannot be shared by world_size={world_size} ranks (rank {rank} would read none); "
-                "use fewer ranks or more data"
+                f"{n:,} items cannot be shared by world_size={world_size} ranks (every rank needs at least one "
+                "per epoch); use fewer ranks or more data"
             )
+        self.per_epoch = items_per_epoch(n, rank, world_size)
         if not (epoch >= 0 and 0 <= cursor < self.per_epoch):
             raise ValueError(f"epoch must be >= 0 and cursor in [0, {self.per_epoch:,}), got {epoch}, {cursor}")
         self.epoch, self.cursor = epoch, cursor
