@@ -76,8 +76,8 @@ def plan_scaling(B: int) -> None:
     print("\nplan of one source: build the epoch order + this rank's cursor, read the first B items")
     for n in PLAN_SIZES:
         seconds, peak = timed_peak(lambda n=n: RankCursor(n, 42, rank=1, world_size=8).take(B))
-        perm = EpochPermutation(n, 42, 0)
-        print(f"  N = {n:>17,}: {seconds * 1e3:7.2f} ms, peak {peak / 1024:7.1f} KiB, state {perm.half_bits * 2}-bit")
+        bits = 2 * EpochPermutation(n, 42, 0).half_bits
+        print(f"  N = {n:>17,}: {seconds * 1e3:7.2f} ms, peak {peak / 1024:7.1f} KiB (Feistel domain 2^{bits})")
     print("reference: torch.randperm(N), the table an index-shuffling epoch holds")
     for n in RANDPERM_SIZES:
         seconds, _ = timed_peak(lambda n=n: torch.randperm(n), repeats=3)

@@ -145,7 +145,7 @@ class PretrainTokenStreamDataset:
     @property
     def identity(self) -> str:
         """Digest of what this split holds: meta.json's shard list (with sha256s), else names and sizes."""
-        listed = (self.meta or {}).get("shards", {}).get(self.shards_dir.name)
+        listed = ((self.meta or {}).get("shards") or {}).get(self.shards_dir.name)
         if listed is None:
             listed = [[p.name, n] for p, n in zip(self.shard_paths, self.shard_tokens)]
         return sha256_json({"pretrain_shards": listed})
