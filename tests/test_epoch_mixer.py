@@ -97,6 +97,15 @@ def test_every_window_once_per_epoch_and_ranks_share_it(caches, world_size):
         assert per_rank[0][name][:share] != per_rank[0][name][share : 2 * share]  # each epoch a new order
 
 
+def test_tails_shorter_than_a_window_are_dropped_and_counted(caches):
+    datasets = {name: PretrainTokenStreamDataset(caches / "pretrain" / name / "train", T=T) for name in SHARDS}
+    assert {name: len(ds) for name, ds in datasets.items()} == {name: len(window_starts(name)) for name in SHARDS}
+    # a: 400 -> 49 windows cover 393 tokens (7 left), 130 -> 16 cover 129 (1 left), 9 -> 1 covers 9
+    # c: 95 -> 11 windows cover 89 (6 left, twice); the 5-token shard holds no window
+    assert datasets["a"].epoch_dropped_tokens == 8 and datasets["c"].epoch_dropped_tokens == 17
+    assert "17 tokens in none" in repr(datasets["c"])
+
+
 def test_rows_are_windows_and_sources_are_mixed_within_one_row(caches):
     loader = pretrain_loader(caches)
     batches = [next(loader) for _ in range(60)]
