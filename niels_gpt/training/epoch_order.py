@@ -6,8 +6,8 @@ Epoch e of a source with n items visits every item once, position j (0 <= j < n)
 again until it falls in [0, n). A Feistel network is a bijection of its 2h-bit domain whatever its
 round function, and cycle-walking restricts a bijection of a finite domain to a bijection of [0, n)
 (each walk follows the cycle of its start to the next value below n), so every epoch is a
-permutation of [0, n) and nothing with n entries is ever built. The domain is below 4n, so a walk
-takes fewer than 4 passes on average.
+permutation of [0, n) and nothing with n entries is ever built. The domain holds fewer than 4n
+values (n > 1), so a walk takes under 4 passes on average.
 
 Each of the ROUNDS rounds maps (L, R) -> (R, L xor F_i(R)) on h-bit halves, with
 F_i(R) = splitmix64_finalizer(R xor k_i) mod 2**h, computed on numpy uint64 arrays. The round keys

@@ -20,7 +20,7 @@ and after any number of rows n, |count_i - q_i * n| <= 1 - 1/(2K - 2) < 1 for ev
 popular smooth weighted round-robin that picks the largest credit (nginx's) can miss by more than 1
 with six or more sources. With one source every row is its.
 
-Speed: the rule is a Python loop (~0.7 us per row and source). The assignment of the next k rows is
+Speed: the rule is a Python loop (~0.3 us per row and source). The assignment of the next k rows is
 a pure function of (credits, k), and the credits come back to 0 after every W rows (each count is then
 exactly its w_i), so a loader asking for B rows per step sees at most W / gcd(W, B) distinct credit
 states: the last MEMO_SIZE results are kept, and a mixture with short decimals (W = 10 for
