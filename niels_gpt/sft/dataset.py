@@ -15,7 +15,10 @@ Examples with no loss-active target inside their window for this T are excluded 
 batch row is ever entirely -100); `num_excluded` counts them.
 
 Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B rows,
-uniformly over the kept examples, with replacement; then one gather for all B rows.
+uniformly over the kept examples, with replacement; then one gather for all B rows. Epoch mode
+(MixedLoader(mode="epoch")) reads the kept examples as items instead: `len(ds)` of them,
+`ds.rows(ids)`; `identity` names the data for a resumed loader's check (meta.json's sha256s of this
+split's files, and the truncation).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
+from niels_gpt.hashing import sha256_json
 from niels_gpt.sft.windows import check_truncation, count_targets, kept_windows
 from niels_gpt.token_files import OFFSET_DTYPE, open_tokens
 
@@ -175,6 +179,16 @@ class SFTExampleDataset:
         ids = torch.randint(len(self), (B,), generator=generator).numpy()
         x, y, ym = self.rows(ids)
         return tuple(torch.from_numpy(a).to(self.device) for a in (x, y, ym))
+
+    @property
+    def identity(self) -> str:
+        """Digest of the split's files (meta.json's sha256s, else their sizes) and the truncation."""
+        files = (self.meta or {}).get("files") or {}
+        listed = {}
+        for path in (self.tokens_path, self.idx_path):
+            name = os.path.basename(path)
+            listed[name] = files[name]["sha256"] if name in files else os.path.getsize(path)
+        return sha256_json({"sft_files": listed, "truncation": self.truncation})
 
     def __repr__(self) -> str:
         return (
