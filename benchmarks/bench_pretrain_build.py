@@ -19,7 +19,7 @@ fork+exec); budget 0 is the fixed cost of the imports and the tokenizer. Flat = 
 Documents come from a seeded generator of pseudo-words (no hub); the tokenizer is
 cache/tokenizer/spm.model if it exists, else one trained here on generated text (16,000 pieces).
 
-    python benchmarks/bench_pretrain_build.py [--rounds 5] [--docs 3000] [--batch-docs 256 1024] \\
+    python -m benchmarks.bench_pretrain_build [--rounds 5] [--docs 3000] [--batch-docs 256 1024] \\
         [--budgets 10000000 100000000]
 """
 
@@ -29,7 +29,6 @@ import argparse
 import itertools
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.timing import peak_rss_mb
 from niels_gpt.data.normalize import normalize_text
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.pretrain import encode as batch_encode
@@ -122,18 +122,6 @@ def build(tok, docs, out: Path, pipeline, batch_docs: int = batch_encode.BATCH_D
         pretrain_writer.encoded_batches, batch_encode.BATCH_DOCS, batch_encode.BATCH_CHARS = original
 
 
-def peak_rss_mb() -> float:
-    """Peak RSS of this process image. Linux carries ru_maxrss over from the parent through fork+exec
-    (a child of a 500 MB parent reports >= 500 MB), so read VmHWM of the current mm when available."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def child(args) -> None:
     """One build from an endless stream; prints JSON with the peak RSS of this process."""
     tok = SentencePieceTokenizer(args.tokenizer)
@@ -211,7 +199,8 @@ def main() -> None:
         for budget in [0, *args.budgets]:
             cmd = [
                 sys.executable,
-                __file__,
+                "-m",
+                "benchmarks.bench_pretrain_build",
                 "--child",
                 str(budget),
                 "--tokenizer",

@@ -1,9 +1,11 @@
-"""Timing helper shared by the benchmark scripts (run them as `python -m benchmarks.<name>`)."""
+"""Timing and memory helpers shared by the benchmark scripts (run them as `python -m benchmarks.<name>`)."""
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def rate(fn: Callable[[], object], seconds: float) -> float:
@@ -15,3 +17,15 @@ def rate(fn: Callable[[], object], seconds: float) -> float:
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             return n / elapsed
+
+
+def peak_rss_mb() -> float:
+    """Peak RSS of this process image. Linux carries ru_maxrss over from the parent through fork+exec
+    (a child of a 500 MB parent reports >= 500 MB), so read VmHWM of the current mm when available."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

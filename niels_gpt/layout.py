@@ -5,6 +5,7 @@
     {cache}/pretrain/{source}/parts/part_NNN/...            (pretrain.num_parts > 1: one cache per part)
     {cache}/sft/{source}/{train,val}_tokens.bin, {train,val}_idx.npy, meta.json
     {cache}/streams/{source}_{train,val}.bin, {source}_{train,val}.meta.json
+    {cache}/report/leakage.json, *.svg, leakage_table.html   the report's figures and the leakage audit
     {cache}/all                                             flag: everything above is built
 
 Every writer, reader, inspection tool and Snakemake rule takes its names from here. A `meta.json` is
@@ -29,6 +30,19 @@ STREAM_META_SUFFIX = ".meta.json"
 # users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
 FORMAT_VERSION = 1
 STREAM_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
+
+# The report's files by family: each family is one job that reads only that family's caches, so a
+# figure is redrawn only when a cache it shows changes. SVG: text stays text, and the bytes are
+# reproducible (matplotlib's hash salt and date are pinned).
+REPORT_FIGURES = {
+    "pretrain": ("pretrain_tokens.svg", "pretrain_doc_lengths.svg"),
+    "sft": ("sft_lengths.svg", "sft_supervision.svg", "sft_mix.svg"),
+    "tokenizer": ("tokenizer_bytes_per_token.svg", "tokenizer_vocab_use.svg"),
+    "streams": ("streams_mix.svg",),
+    "leakage": ("leakage.svg", "leakage_table.html"),
+}
+LEAKAGE_JSON = "leakage.json"
 
 PathLike = str | os.PathLike
 
@@ -55,6 +69,10 @@ def sft_dir(cache: PathLike, source: str) -> str:
 
 def streams_dir(cache: PathLike) -> str:
     return _join(cache, "streams")
+
+
+def report_dir(cache: PathLike) -> str:
+    return _join(cache, "report")
 
 
 def shard_name(index: int) -> str:

@@ -16,7 +16,7 @@ from niels_gpt.data.registry import (
     source_input_files,
     stream_input_files,
 )
-from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
+from niels_gpt.layout import FORMAT_VERSION, REPORT_FORMAT_VERSION, STREAM_FORMAT_VERSION
 
 
 try:
@@ -132,19 +132,39 @@ def stream_inputs(wildcards):
     return stream_input_files(config, wildcards.source)
 
 
-# Every declared output of every job behind cache/all (not just the meta.json files), so that the
-# flag check below notices any one of them missing.
-ALL_TARGETS = (
-    [TOKENIZER_MODEL, TOKENIZER_META]
-    + [f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)]
-    + [f"{layout.sft_dir(CACHE, s)}/{name}" for s in SFT_SOURCES for name in layout.sft_file_names()]
-    + [
-        path(layout.streams_dir(CACHE), s, split)
-        for s in ENABLED_STREAMS
-        for split in layout.SPLITS
-        for path in (layout.stream_bin, layout.stream_meta)
-    ]
-)
+# Every declared output of each cache family (not just the meta.json files): the inputs of the report
+# jobs that read that family, and, with the report itself, of cache/all (so that the flag check below
+# notices any one of them missing).
+PRETRAIN_TARGETS = [
+    f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)
+]
+SFT_TARGETS = [f"{layout.sft_dir(CACHE, s)}/{name}" for s in SFT_SOURCES for name in layout.sft_file_names()]
+STREAM_TARGETS = [
+    path(layout.streams_dir(CACHE), s, split)
+    for s in ENABLED_STREAMS
+    for split in layout.SPLITS
+    for path in (layout.stream_bin, layout.stream_meta)
+]
+
+# The report (rules/report.smk): figure paths by name (file name without extension), and leakage.json.
+REPORT_DIR = layout.report_dir(CACHE)
+FIGURE = {
+    name.rsplit(".", 1)[0]: f"{REPORT_DIR}/{name}" for names in layout.REPORT_FIGURES.values() for name in names
+}
+LEAKAGE_JSON = f"{REPORT_DIR}/{layout.LEAKAGE_JSON}"
+
+
+def report_spec(*keys):
+    """cache_dir and the named config sections or dotted keys ("sft.mix") a report job depends on."""
+    values = {"cache_dir": CACHE}
+    for key in keys:
+        section, _, name = key.partition(".")
+        values.setdefault(section, {}).update({name: config[section][name]} if name else config[section])
+    return spec_json(values)
+
+
+ALL_TARGETS = [TOKENIZER_MODEL, TOKENIZER_META] + PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS
+ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON]
 
 # Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed
 # rebuild; drop the flag whenever one is missing so the next run rebuilds what is gone.

@@ -65,6 +65,21 @@ def test_info_numbers_match_meta(tree, capsys, tiny_tokenizer):
     assert row(out, "streams/wiki_train", "train", "yes")[5] == human_bytes(n_bytes) == f"{n_bytes / 1000:.1f} KB"
 
 
+def test_info_json_has_the_same_numbers_as_the_tables(tree, capsys, tiny_tokenizer):
+    rc, out, _ = cli(capsys, "info", tree, "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["tokenizer"]["sha256"] == tiny_tokenizer.sha256
+    rows = {(r["artifact"], r["split"]): r for r in doc["rows"]}
+    pre, sft = meta_of(tree / "pretrain/x"), meta_of(tree / "sft/y")
+    for split in ("train", "val"):
+        assert rows["pretrain/x", split]["tokens"] == pre[f"{split}_tokens"]
+        assert rows["pretrain/x", split]["extra"]["documents"] == pre[f"{split}_documents"]
+        assert rows["sft/y", split]["extra"]["labels"] == sft["splits"][split]["num_label_tokens"]
+    assert rows["pretrain/off", "-"]["built"] == "no" and "not built" in rows["pretrain/off", "-"]["note"]
+    _, table, _ = cli(capsys, "info", tree)
+    assert row(table, "sft/y", "train", "yes")[3] == f"{rows['sft/y', 'train']['tokens']:,}"
+
+
 def section(out: str, title: str) -> str:
     return out.split(f"\n{title}\n", 1)[1]
 

@@ -15,9 +15,13 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from niels_gpt import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -53,14 +57,24 @@ def make_workdir(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, extra_config: dict | None = None) -> subprocess.CompletedProcess:
+# No network for anything the workflow starts: hub access off, and any other HTTP(S) request goes to a dead proxy.
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    **{k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")},
+}
+
+
+def snakemake(
+    workdir: Path, *args: str, extra_config: dict | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
     cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", *args]
     if extra_config:
         (workdir / "extra.yaml").write_text(json.dumps(extra_config))
         cmd[6:6] = ["extra.yaml"]  # after overrides.yaml: applied last
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(workdir / ".hf")}
+    env = {**os.environ, **OFFLINE, "HF_HOME": str(workdir / ".hf")}
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=900)
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         logs = "".join(f"\n--- {p}\n{p.read_text()[-3000:]}" for p in (workdir / "cache" / "logs").rglob("*.log"))
         pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}{logs}")
     return proc
@@ -131,17 +145,30 @@ def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenize
     assert "streams" not in jobs  # byte streams do not use the tokenizer
 
 
-def test_changing_a_budget_reruns_only_that_source(built):
+# The report jobs that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
+READS_PRETRAIN = {"report_pretrain": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+READS_SFT = {"report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+READS_STREAMS = {"report_streams": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+
+
+def test_changing_a_budget_reruns_only_that_source_and_the_report_jobs_reading_it(built):
     jobs = planned_jobs(built, extra_config={"sources": {"fineweb_edu": {"max_train_tokens": 50_000}}})
-    assert jobs == {"pretrain": 1, "all": 1}
+    assert jobs == {"pretrain": 1, **READS_PRETRAIN}
 
 
-def test_editing_the_primer_reruns_only_primer_sft(built):
+def test_report_settings_rerun_only_the_report_jobs_using_them(built):
+    mix = {"primer": 0.2, "oasst1": 0.6, "dolly15k": 0.2}
+    assert planned_jobs(built, extra_config={"sft": {"mix": mix}}) == {"report_sft": 1, "all": 1}
+    jobs = planned_jobs(built, extra_config={"leakage": {"max_fraction": 0.5}})
+    assert jobs == {"leakage": 1, "report_leakage": 1, "all": 1}
+
+
+def test_editing_the_primer_reruns_only_primer_sft_and_its_readers(built):
     path = built / "data" / "primer.jsonl"
     original = path.read_text()
     try:
         path.write_text(original.replace('"content": "', '"content": "Edited. ', 1))
-        assert planned_jobs(built) == {"sft": 1, "all": 1}
+        assert planned_jobs(built) == {"sft": 1, **READS_SFT}
     finally:
         path.write_text(original)
         os.utime(path, (0, 0))  # older than its outputs again
@@ -153,7 +180,7 @@ def test_editing_one_roam_note_rebuilds_roam_artifacts_only(built):
         f.write("\n- an edit\n")
     dry = snakemake(built, "-n", "cache/all").stdout
     assert set(re.findall(r"wildcards: source=(\w+)", dry)) == {"roam"}
-    assert planned_jobs(built) == {"pretrain": 1, "streams": 1, "all": 1}
+    assert planned_jobs(built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     snakemake(built, "-j2", "cache/all")
     assert planned_jobs(built) == {}
 
@@ -164,6 +191,23 @@ def test_deleted_artifact_is_rebuilt_by_cache_all(built):
     assert planned_jobs(built).get("sft") == 1
     snakemake(built, "-j2", "cache/all")
     assert victim.exists()
+
+
+def test_report_html_is_produced_offline_right_after_cache_all(built):
+    """`snakemake --report cache/report.html` (no target: cache/all's DAG) embeds every figure, offline."""
+    snakemake(built, "-j2", "cache/all")  # the tests above edited inputs: bring everything up to date first
+    proc = snakemake(built, "--report", "cache/report.html")
+    page = (built / "cache" / "report.html").read_text()
+    figures = [name for names in layout.REPORT_FIGURES.values() for name in names]
+    for name in figures:
+        assert f"Adding {name} " in proc.stderr + proc.stdout
+        if name.endswith(".svg"):
+            root = ET.parse(built / "cache" / "report" / name).getroot()
+            assert root.tag == "{http://www.w3.org/2000/svg}svg", name
+    for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage"):
+        assert f'"{category}"' in page
+    assert page.count('"caption": "<p>') == len(figures)  # every figure with its rules/report/*.rst caption
+    assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
 
 
 def test_one_target_plans_only_what_it_needs(tmp_path):
@@ -209,3 +253,49 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     assert "build-pretrain --source gutenberg --part 1 --tokenizer" in out
     jobs = planned_jobs(fresh, "--config", "pretrain={num_parts: 3}", "sources={gutenberg: {enabled: false}}")
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (3, 1, 3)  # a disabled source: one job
+
+
+def _val(result: dict, name: str) -> dict:
+    return next(v for v in result["val_splits"] if v["name"] == name)
+
+
+def test_leakage_audit_names_a_planted_duplicate_and_the_gate_fails_on_it(built):
+    """Copy the longest wikitext val article into a roam note (train): the audit names it, far above the
+    demo's own overlap (generated text repeats phrases), and a gate below its share fails the run."""
+    from niels_gpt.data.roam import list_roam_paths, split_roam_paths
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    cache = built / "cache"
+    baseline = json.loads((cache / "report" / "leakage.json").read_text())
+    tok = SentencePieceTokenizer(cache / "tokenizer" / "spm.model")
+    val = np.concatenate([np.fromfile(p, dtype="<u2") for p in sorted((cache / "pretrain/wikitext/val").glob("*.bin"))])
+    docs = np.split(val, np.flatnonzero(val == tok.eot_id) + 1)
+    longest = max(range(len(docs)), key=lambda i: len(docs[i]))
+    article = tok.decode(docs[longest])
+    notes = built / "notes"
+    for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":  # a name (sorted position) the seeded split puts into train
+        planted = notes / f"{letter} planted article.md"
+        planted.write_text(article)
+        train, _ = split_roam_paths(list_roam_paths(notes), 0.1, 42)
+        if str(planted) in train:
+            break
+        planted.unlink()
+    else:
+        pytest.fail("no note name lands in the roam train split")
+    snakemake(built, "-j2", "cache/all")
+    result = json.loads((cache / "report" / "leakage.json").read_text())
+    wiki, before = _val(result, "pretrain/wikitext"), _val(baseline, "pretrain/wikitext")
+    top = wiki["top"][0]
+    assert (top["unit"], top["worst_train"]) == (longest, "pretrain/roam") and top["fraction"] > 0.95
+    assert wiki["fraction"]["pretrain/roam"] > 10 * max(before["fraction"]["pretrain/roam"], 1e-3)
+    stream_before = _val(baseline, "streams/wiki")["fraction"]["streams/roam"]
+    assert _val(result, "streams/wiki")["fraction"]["streams/roam"] > 10 * max(stream_before, 1e-3)
+
+    limit = round(wiki["fraction"]["pretrain/roam"] * 0.9, 4)
+    proc = snakemake(
+        built, "-j1", "cache/report/leakage.json", extra_config={"leakage": {"max_fraction": limit}}, check=False
+    )
+    assert proc.returncode != 0 and not (cache / "report" / "leakage.json").exists()
+    log = (cache / "logs" / "report" / "leakage.log").read_text()
+    assert "error: leakage gate: " in log and f"leakage.max_fraction = {100 * limit:g}%" in log
+    assert "pretrain/wikitext val in pretrain/roam train" in log and f"document {longest} (" in log

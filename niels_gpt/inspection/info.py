@@ -9,13 +9,15 @@
 3. SFT: examples, share of loss-active (label) tokens, longest example, examples longer than the
    T_max+1 window the dataset keeps (they are cut, head or tail per meta.json).
 Counts come from one streaming pass over each file (token_scan.py), not from meta.json, so info also
-shows what a damaged cache holds; `verify` is the tool that compares the two.
+shows what a damaged cache holds; `verify` is the tool that compares the two. `info --json` prints the
+same rows as JSON (`info_json`).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -269,6 +271,16 @@ def _sft_table(rows: list[SplitInfo]) -> list[str]:
         for r in rows
     ]
     return _table(headers, cells)
+
+
+def info_json(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
+    """The same rows as `format_info`, machine-readable: {"tokenizer": {"path", "sha256"}, "rows": [every
+    SplitInfo field, `extra` included]}; unknown values are null."""
+    doc = {
+        "tokenizer": {"path": None if tok_path is None else str(tok_path), "sha256": current},
+        "rows": [asdict(r) for r in rows],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True)
 
 
 def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
