@@ -40,7 +40,7 @@ STREAMS_DIR = layout.streams_dir(CACHE)
 # Keys of a pretrain source that decide which text the tokenizer samples (budgets do not).
 TOKENIZER_SOURCE_KEYS = (
     "enabled", "dataset_id", "config", "split", "train_split", "revision",
-    "shuffle_buffer", "demo_data_files", "root", "demo_root", "val_frac",
+    "shuffle_buffer", "demo_data_files", "root", "demo_root", "val_frac", "strip_boilerplate",
 )
 
 
