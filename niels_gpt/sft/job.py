@@ -90,6 +90,12 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
     )
 
 
+def by_reason(counts: dict, what: str) -> str:
+    """e.g. "12 cut to T_max+1 (prompt 11, reply 1)", or "0 dropped"."""
+    detail = ", ".join(f"{reason} {n:,}" for reason, n in counts.items() if n)
+    return f"{sum(counts.values()):,} {what}" + (f" ({detail})" if detail else "")
+
+
 def format_summary(meta: dict, out_dir: str) -> str:
     """A few lines for the log: examples / tokens / label tokens / dropped per split, and the paths."""
     source = meta.get("source")
@@ -99,8 +105,8 @@ def format_summary(meta: dict, out_dir: str) -> str:
     for split, st in meta["splits"].items():
         lines.append(
             f"  {split:5s}: {st['num_examples']:,} examples, {st['num_tokens']:,} tokens, "
-            f"{st['num_label_tokens']:,} label tokens, {st['num_dropped']:,} dropped, "
-            f"{st['num_truncated']:,} longer than T_max+1"
+            f"{st['num_label_tokens']:,} label tokens; {by_reason(st['dropped'], 'dropped')}; "
+            f"{by_reason(st['cut'], 'cut to T_max+1')}"
         )
     for name in sorted(meta["files"]):
         lines.append(f"  -> {os.path.join(out_dir, name)}")
