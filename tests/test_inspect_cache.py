@@ -11,7 +11,7 @@ from tiny_cache_tree import KNOWN_CHAT, PRETRAIN_DOCS, STREAM_TEXT, build_tree, 
 
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
-from niels_gpt.inspection.info import human_bytes
+from niels_gpt.inspection.info_tables import human_bytes
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.tokenizer import train_sentencepiece
 
@@ -67,6 +67,20 @@ def test_info_numbers_match_meta(tree, capsys, tiny_tokenizer):
 
 def section(out: str, title: str) -> str:
     return out.split(f"\n{title}\n", 1)[1]
+
+
+def test_info_shows_cuts_drops_and_cleaning(tree, capsys):
+    rc, out, _ = cli(capsys, "info", tree)
+    stats = meta_of(tree / "sft/y")["splits"]
+    for split in ("train", "val"):
+        cells = row(section(out, "sft"), "sft/y", split)
+        cut, dropped = stats[split]["cut"]["end"], stats[split]["dropped"]["no_target_in_window"]
+        detail = f" (no_target_in_window {dropped})" if dropped else ""
+        assert cells[-2:] == [f"{cut} (end {cut}); T_max 64, head", f"{dropped}{detail}"]
+    assert stats["train"]["cut"]["end"] > 0 and stats["train"]["num_dropped"] + stats["val"]["num_dropped"] == 4
+    cleaning = section(out, "cleaning (from meta.json)")
+    assert row(cleaning, "pretrain/x") == ["pretrain/x", "2", "2 books, 345 chars", "-"]
+    assert row(cleaning, "streams/wiki_train")[1:] == ["0", "-", "-"]
 
 
 def test_info_pretrain_documents_empty_docs_and_coverage(tree, capsys, tiny_tokenizer):
