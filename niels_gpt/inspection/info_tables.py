@@ -23,9 +23,9 @@ def human_bytes(n: int) -> str:
     return str(n)
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0, 1)) -> list[str]:
+    """Aligned text rows; the `left` columns (artifact, split) read left to right, figures align right."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    left = {0, 1}  # artifact and split columns read left to right; figures align right
 
     def line(cells):
         return "  ".join(
@@ -119,7 +119,7 @@ def _cleaning_table(rows: list[SplitInfo]) -> list[str]:
         cells.append(
             [name, _n(c.get("skipped_blank")), stripped, ", ".join(sorted(c.get("empty_splits") or {})) or "-"]
         )
-    return _table(headers, cells)
+    return _table(headers, cells, left=(0,))
 
 
 def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
