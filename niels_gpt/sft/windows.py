@@ -153,7 +153,10 @@ def row_positions(seg: Segments, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions, valid), each (len(seg), width): the token position behind every row slot (0 where the
     row is padding) and whether the slot holds a kept token."""
     t = np.arange(width, dtype=np.int64)[None, :]
-    gap = (seg.lo2 - seg.lo1 - seg.len1)[:, None]  # the jump from the first segment's end to the second's start
-    pos = seg.lo1[:, None] + t + np.where(t >= seg.len1[:, None], gap, 0)
+    pos = seg.lo1[:, None] + t
+    two = np.flatnonzero(seg.len2)  # rows with a second segment (few): jump from the first's end to its start
+    if len(two):
+        gap = (seg.lo2 - seg.lo1 - seg.len1)[two, None]
+        pos[two] += np.where(t >= seg.len1[two, None], gap, 0)
     valid = t < (seg.len1 + seg.len2)[:, None]
     return np.where(valid, pos, 0), valid
