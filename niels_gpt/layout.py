@@ -22,6 +22,7 @@ TOKENIZER_MODEL = "spm.model"
 ALL_FLAG = "all"
 PARTS_DIR = "parts"  # beside train/ and val/, so a reader of a split never sees part shards
 SHARD_GLOB = "shard_*.bin"
+STREAM_BIN_SUFFIX = ".bin"
 STREAM_META_SUFFIX = ".meta.json"
 
 # Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
@@ -84,8 +85,14 @@ def stream_stem(source: str, split: str) -> str:
 
 
 def stream_bin(streams: PathLike, source: str, split: str) -> str:
-    return _join(streams, stream_stem(source, split) + ".bin")
+    return _join(streams, stream_stem(source, split) + STREAM_BIN_SUFFIX)
 
 
 def stream_meta(streams: PathLike, source: str, split: str) -> str:
     return _join(streams, stream_stem(source, split) + STREAM_META_SUFFIX)
+
+
+def stream_meta_beside(bin_path: PathLike) -> str | None:
+    """The .meta.json of the stream whose .bin is `bin_path` (None if it is not named like one)."""
+    path = str(bin_path)
+    return path[: -len(STREAM_BIN_SUFFIX)] + STREAM_META_SUFFIX if path.endswith(STREAM_BIN_SUFFIX) else None

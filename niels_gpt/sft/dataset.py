@@ -19,7 +19,10 @@ and `cut` counts the kept examples that are cut, by reason (windows.CUT_REASONS)
 empty on purpose (meta `empty_splits`, e.g. val_frac 0) says so when asked for a batch.
 
 Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B rows,
-uniformly over the kept examples, with replacement; then one gather for all B rows.
+uniformly over the kept examples, with replacement; then one gather for all B rows. Epoch mode
+(MixedLoader(mode="epoch")) reads the kept examples as items instead: `len(ds)` of them,
+`ds.rows(ids)`; `identity` names the data for a resumed loader's check (meta.json's sha256s of this
+split's files, and the truncation).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
+from niels_gpt.hashing import sha256_json
 from niels_gpt.sft.windows import (
     CUT_REASONS,
     DROP_REASONS,
@@ -194,6 +198,16 @@ class SFTExampleDataset:
 
     def _split_name(self) -> str | None:
         return next((s for s in layout.SPLITS if Path(self.tokens_path).name == layout.sft_tokens_name(s)), None)
+
+    @property
+    def identity(self) -> str:
+        """Digest of the split's files (meta.json's sha256s, else their sizes) and the truncation."""
+        files = (self.meta or {}).get("files") or {}
+        listed = {}
+        for path in (self.tokens_path, self.idx_path):
+            name = os.path.basename(path)
+            listed[name] = files[name]["sha256"] if name in files else os.path.getsize(path)
+        return sha256_json({"sft_files": listed, "truncation": self.truncation})
 
     def __repr__(self) -> str:
         return (
