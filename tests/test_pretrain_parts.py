@@ -128,6 +128,9 @@ def test_parts_are_disjoint_and_cover_every_document_once(unlimited, data, tiny_
         assert meta[f"{s}_tokens"] == len(merged[s]) == sum(p[f"{s}_tokens"] for p in meta["parts"])
     assert meta["num_parts"] == n and [p["index"] for p in meta["parts"]] == list(range(n))
     assert meta["part_boundary_cuts"] == {"train": 0, "val": 0} and meta["seed"] == 5
+    assert (
+        meta["documents_seen"] == len(texts) and meta["cleaning"] == {"skipped_blank": 0} and not meta["empty_splits"]
+    )
 
 
 def test_part_seeds_differ_and_are_recorded(unlimited):

@@ -43,7 +43,7 @@ import numpy as np
 from niels_gpt.cache.meta import read_meta, write_meta
 from niels_gpt.hashing import sha256_file
 from niels_gpt.layout import META, SPLITS, part_name
-from niels_gpt.pretrain.record import ON_PURPOSE, check_splits_filled
+from niels_gpt.pretrain.record import ON_PURPOSE, add_counts, check_splits_filled
 from niels_gpt.pretrain.shards import ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.sampling import derive_seed
 from niels_gpt.token_files import TOKEN_DTYPE
@@ -212,7 +212,7 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
         split_rule=PARTS_SPLIT_RULE.format(n=n, last=n - 1, rule=rule),
         num_parts=n,
         documents_seen=sum(m.get("documents_seen", 0) for m in metas),
-        cleaning=_summed_cleaning(metas),
+        cleaning=add_counts(m.get("cleaning") for m in metas),
         empty_splits={s: ON_PURPOSE.format(split=s) for s in SPLITS if rec[f"max_{s}_tokens"] == 0},
         part_boundary_cuts=cuts,
         parts=[
@@ -233,21 +233,12 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
     return meta
 
 
-def _summed_cleaning(metas: list[dict]) -> dict:
-    """Every part's `cleaning` counts, added up."""
-    out: dict = {}
-    for m in metas:
-        for key, n in (m.get("cleaning") or {}).items():
-            out[key] = out.get(key, 0) + n
-    return out
-
-
 def _check_merged(writers: dict, metas: list[dict]) -> None:
     """The whole source must fill every split whose budget is not 0 (a part alone may hold no val)."""
     first, rec = metas[0], metas[0]["provenance"]["part"]
     source = first["provenance"].get("source") or first.get("dataset_name")
     seen = sum(m.get("documents_seen", 0) for m in metas)
-    blank = _summed_cleaning(metas).get("skipped_blank", 0)
+    blank = add_counts(m.get("cleaning") for m in metas).get("skipped_blank", 0)
     check_splits_filled(
         {split: w.n_tokens for split, w in writers.items()},
         {split: rec[f"max_{split}_tokens"] for split in SPLITS},

@@ -6,7 +6,8 @@
   deterministic the bytes are) and the loader's provenance, taken after the input was consumed
   (loaders fill provenance while they are read); `presplit_rule` words the split of a pre-split source;
 - `cleaning_record`: meta["cleaning"] = blank documents the writer skipped (`skipped_blank`) plus the
-  counts the loaders recorded under `cleaning` in their provenance (summed over its entries);
+  counts the loaders recorded under `cleaning` in their provenance (`add_counts` sums them, and the
+  parts' counts in a scale-out merge);
 - `check_splits_filled`: one `EmptySplitError` for a split that would hold 0 tokens although its budget
   is not 0, naming the source, the split, the documents read, the setting that splits and the fix; a
   budget of 0 is a split left empty on purpose (meta `empty_splits`: {split: ON_PURPOSE}).
@@ -51,13 +52,19 @@ def check_splits_filled(tokens: dict, budgets: dict, *, source: str, read: dict,
         )
 
 
-def cleaning_record(provenance: dict, skipped_blank: int) -> dict:
-    """meta["cleaning"]: skipped_blank plus the counts the loaders recorded in provenance (summed)."""
-    out = {"skipped_blank": skipped_blank}
-    for rec in (provenance, provenance.get("stream"), provenance.get("train"), provenance.get("val")):
-        for key, n in ((rec or {}).get("cleaning") or {}).items():
+def add_counts(counts) -> dict:
+    """The dicts of counts in `counts` (None skipped) added up key by key, keys in first-seen order."""
+    out: dict = {}
+    for c in counts:
+        for key, n in (c or {}).items():
             out[key] = out.get(key, 0) + n
     return out
+
+
+def cleaning_record(provenance: dict, skipped_blank: int) -> dict:
+    """meta["cleaning"]: skipped_blank plus the counts the loaders recorded in provenance (summed)."""
+    entries = (provenance, provenance.get("stream"), provenance.get("train"), provenance.get("val"))
+    return add_counts([{"skipped_blank": skipped_blank}, *((e or {}).get("cleaning") for e in entries)])
 
 
 def _hub_record(provenance: dict) -> dict:

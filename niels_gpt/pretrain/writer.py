@@ -131,6 +131,35 @@ def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buf
     return out, writers, meta
 
 
+def _read_stream(texts, tokenizer, writers: dict, val_doc_prob: float, seed: int, num_threads: int, desc: str):
+    """Write the stream's documents by the seeded rule until both budgets are full or it ends;
+    returns (documents read, blank ones among them)."""
+    import torch
+
+    train, val = writers["train"], writers["val"]
+    g = torch.Generator().manual_seed(seed)
+    seen = blank = 0
+    if train.full and (val.full or val_doc_prob == 0):
+        return seen, blank  # zero budgets: read nothing
+    with _progress((train.budget, val.budget), desc) as bar:
+        for flat, lens in encoded_batches(tokenizer, texts, _wanted(train, val, val_doc_prob), num_threads):
+            pos = 0
+            for n in lens:
+                if train.full and (val.full or val_doc_prob == 0):
+                    return seen, blank
+                seen += 1
+                draw = torch.rand(1, generator=g).item()  # exactly one draw per document, blank ones too
+                if n == 0:
+                    blank += 1
+                    continue
+                doc, pos = flat[pos : pos + n + 1], pos + n + 1
+                dest = val if draw < val_doc_prob and not val.full else (None if train.full else train)
+                if dest is not None:
+                    bar.update(dest.write(doc))
+                    dest.n_documents += 1
+    return seen, blank
+
+
 def build_pretrain_cache(
     texts: Iterable,
     out_dir: str,
@@ -153,48 +182,19 @@ def build_pretrain_cache(
 
     `split_setting` names what sends documents to val in the empty-split message (default
     `val_doc_prob=<p>`); `check_empty=False` skips that check (a part of a scale-out build)."""
-    import torch
-
     if not 0.0 <= val_doc_prob <= 1.0:
         raise ValueError(f"val_doc_prob must be in [0, 1], got {val_doc_prob}")
     budgets = (max_train_tokens, max_val_tokens)
     out, writers, meta = _start(out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, val_doc_prob)
-    train, val = writers["train"], writers["val"]
     meta["split_rule"] = STREAM_SPLIT_RULE.format(p=val_doc_prob)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
 
-    def read() -> int:
-        """Write documents until both budgets are full or the stream ends; returns how many were read."""
-        g = torch.Generator().manual_seed(seed)
-        seen = 0
-        if train.full and (val.full or val_doc_prob == 0):
-            return seen  # zero budgets: read nothing
-        with _progress((max_train_tokens, max_val_tokens), str(out)) as bar:
-            for flat, lens in encoded_batches(tokenizer, texts, _wanted(train, val, val_doc_prob), num_threads):
-                pos = 0
-                for n in lens:
-                    if train.full and (val.full or val_doc_prob == 0):
-                        return seen
-                    seen += 1
-                    draw = torch.rand(1, generator=g).item()  # exactly one draw per document, blank ones too
-                    if n == 0:
-                        counts["skipped_blank"] += 1
-                        continue
-                    doc, pos = flat[pos : pos + n + 1], pos + n + 1
-                    dest = val if draw < val_doc_prob and not val.full else (None if train.full else train)
-                    if dest is not None:
-                        bar.update(dest.write(doc))
-                        dest.n_documents += 1
-        return seen
-
-    counts = {"skipped_blank": 0}
-
     def fill() -> dict:
-        seen = read()
+        seen, blank = _read_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, str(out))
         if check_empty:
-            both = dict.fromkeys(SPLITS, seen), dict.fromkeys(SPLITS, counts["skipped_blank"])
+            both = dict.fromkeys(SPLITS, seen), dict.fromkeys(SPLITS, blank)
             _check_filled(writers, *both, source, split_setting or f"val_doc_prob={val_doc_prob}")
-        return {"documents_seen": seen, **counts}
+        return {"documents_seen": seen, "skipped_blank": blank}
 
     return _run(out, writers, fill, meta, source)
 
