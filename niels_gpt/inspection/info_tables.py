@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from niels_gpt.inspection.info import SplitInfo
+from niels_gpt.sft.windows import format_reasons
 
 SHA_SHOWN = 8  # hex digits of a tokenizer sha256 in the table
 UNITS = {"pretrain": "docs", "sft": "examples", "stream": "docs", "tokenizer": "ids"}
@@ -83,10 +84,7 @@ def _pretrain_table(rows: list[SplitInfo]) -> list[str]:
 
 def _by_reason(counts: dict | None) -> str:
     """e.g. "12 (prompt 11, reply 1)", "0", or "-" when unknown."""
-    if counts is None:
-        return "-"
-    detail = ", ".join(f"{reason} {n:,}" for reason, n in counts.items() if n)
-    return f"{sum(counts.values()):,}" + (f" ({detail})" if detail else "")
+    return "-" if counts is None else format_reasons(counts)
 
 
 def _sft_table(rows: list[SplitInfo]) -> list[str]:

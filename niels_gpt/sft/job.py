@@ -21,6 +21,7 @@ import os
 
 from niels_gpt import layout
 from niels_gpt.data import registry
+from niels_gpt.sft.windows import format_reasons
 from niels_gpt.sft.writer import build_sft_cache, remove_outputs, write_not_built
 
 
@@ -90,12 +91,6 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
     )
 
 
-def by_reason(counts: dict, what: str) -> str:
-    """e.g. "12 cut to T_max+1 (prompt 11, reply 1)", or "0 dropped"."""
-    detail = ", ".join(f"{reason} {n:,}" for reason, n in counts.items() if n)
-    return f"{sum(counts.values()):,} {what}" + (f" ({detail})" if detail else "")
-
-
 def format_summary(meta: dict, out_dir: str) -> str:
     """A few lines for the log: examples / tokens / label tokens / dropped per split, and the paths."""
     source = meta.get("source")
@@ -105,8 +100,8 @@ def format_summary(meta: dict, out_dir: str) -> str:
     for split, st in meta["splits"].items():
         lines.append(
             f"  {split:5s}: {st['num_examples']:,} examples, {st['num_tokens']:,} tokens, "
-            f"{st['num_label_tokens']:,} label tokens; {by_reason(st['dropped'], 'dropped')}; "
-            f"{by_reason(st['cut'], 'cut to T_max+1')}"
+            f"{st['num_label_tokens']:,} label tokens; dropped {format_reasons(st['dropped'])}; "
+            f"cut to T_max+1 {format_reasons(st['cut'])}"
         )
     for name in sorted(meta["files"]):
         lines.append(f"  -> {os.path.join(out_dir, name)}")

@@ -149,6 +149,12 @@ def reason_counts(codes: np.ndarray, reasons: tuple[str, ...]) -> dict[str, int]
     return {reason: int(counts[k + 1]) for k, reason in enumerate(reasons)}
 
 
+def format_reasons(counts: dict[str, int]) -> str:
+    """A count with its reasons, for logs and tables: "12 (prompt 11, reply 1)", or "0"."""
+    detail = ", ".join(f"{reason} {n:,}" for reason, n in counts.items() if n)
+    return f"{sum(counts.values()):,}" + (f" ({detail})" if detail else "")
+
+
 def row_positions(seg: Segments, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions, valid), each (len(seg), width): the token position behind every row slot (0 where the
     row is padding) and whether the slot holds a kept token."""

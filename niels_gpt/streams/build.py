@@ -146,6 +146,7 @@ def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
         )
     stat = _file_stat(cfg.primer_path)
     texts: dict[str, str] = {}
+    blank: list[int] = []
 
     def build(split: str) -> tuple[bytes, int]:
         if not texts:  # split once, for both splits; split_primer_dialogues leaves blank dialogues out
@@ -153,8 +154,8 @@ def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
             texts["train"], texts["val"] = split_primer_dialogues(
                 text, val_frac=cfg.primer_val_frac, seed=cfg.seed, delimiter=cfg.delimiter
             )
-            texts["blank"] = sum(map(is_blank, dialogue_blocks(text, cfg.delimiter)))
-        return build_primer_stream(texts[split]), texts["blank"] if split == "train" else 0
+            blank.append(sum(map(is_blank, dialogue_blocks(text, cfg.delimiter))))
+        return build_primer_stream(texts[split]), blank[0] if split == "train" else 0
 
     jobs = []
     for split in SPLITS:
