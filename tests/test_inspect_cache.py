@@ -81,6 +81,7 @@ def test_info_shows_cuts_drops_and_cleaning(tree, capsys):
     cleaning = section(out, "cleaning (from meta.json)")
     assert row(cleaning, "pretrain/x") == ["pretrain/x", "2", "2 books, 345 chars", "-"]
     assert row(cleaning, "streams/wiki_train")[1:] == ["0", "-", "-"]
+    assert row(cleaning, "sft/y")[1:] == ["-", "-", "-"]
 
 
 def test_info_pretrain_documents_empty_docs_and_coverage(tree, capsys, tiny_tokenizer):

@@ -9,9 +9,9 @@
 3. SFT: examples, share of loss-active (label) tokens, longest example, examples the dataset cuts to
    T_max+1 tokens by reason (sft/windows.py, with meta.json's truncation) and examples dropped at build
    time by reason (from meta.json: they are not in the files);
-4. cleaning, per pretrain cache and byte stream, from meta.json (what was removed is not in the files):
-   blank documents skipped, Project Gutenberg boilerplate stripped (books, characters), splits left
-   empty on purpose.
+4. cleaning, per cache and byte stream, from meta.json (what was removed is not in the files): blank
+   documents skipped, Project Gutenberg boilerplate stripped (books, characters), splits left empty
+   on purpose.
 Other counts come from one streaming pass over each file (scan.py), not from meta.json, so info
 also shows what a damaged cache holds; `verify` is the tool that compares the two.
 """
@@ -135,6 +135,7 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
             "dropped": ((meta.get("splits") or {}).get(split) or {}).get("dropped"),
             "t_max": t_max,
             "truncation": truncation,
+            "cleaning": {"empty_splits": meta.get("empty_splits") or {}},
         }
         rows.append(
             SplitInfo(

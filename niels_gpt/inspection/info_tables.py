@@ -105,7 +105,7 @@ def _sft_table(rows: list[SplitInfo]) -> list[str]:
 
 
 def _cleaning_table(rows: list[SplitInfo]) -> list[str]:
-    """One row per pretrain cache / byte stream: what cleaning removed (meta.json)."""
+    """One row per cache / byte stream: what cleaning removed, which splits are empty on purpose (meta.json)."""
     by_artifact: dict[str, dict] = {}
     for r in rows:
         by_artifact.setdefault(r.artifact, r.extra["cleaning"])
