@@ -138,7 +138,10 @@ def test_inspect_sft_marks_the_loss_active_span(tmp_path, capsys, tiny_tokenizer
     assert "<|usr|>hello there<|eot|><|asst|>\033[32mgeneral kenobi<|eot|>\033[0m" in out
 
 
-def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_tokenizer, tiny_tokenizer_path):
+@pytest.mark.parametrize("truncation", ["tail", "prompt"])
+def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_tokenizer, tiny_tokenizer_path, truncation):
+    from niels_gpt.chat_template import render_chat_sft
+
     root = tmp_path / "cache"
     install_tokenizer(root, tiny_tokenizer_path, tiny_tokenizer)
     long_chat = [{"role": "user", "content": "the river " * 40}, {"role": "assistant", "content": "stone light " * 40}]
@@ -149,10 +152,13 @@ def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_token
         val_frac=0.0,
         seed=0,
         t_max=16,
-        truncation="tail",
+        truncation=truncation,
     )
     rc, out, _ = cli(capsys, "inspect", root / "sft" / "k", "--n", 1)
-    assert "longer than T_max+1 = 17: the dataset keeps the last 17 (tail)" in out
+    n = len(render_chat_sft(tiny_tokenizer, long_chat)[0])
+    reply = len(tiny_tokenizer.encode("the river " * 40)) + 2  # the assistant block starts after the user's
+    lo = n - 17 if truncation == "tail" else reply  # the reply alone is longer than 17: prompt keeps its head
+    assert f"longer than T_max+1 = 17: the dataset keeps tokens {lo:,}..{lo + 17:,} ({truncation})" in out
 
 
 def test_inspect_pretrain_windows_decode_to_source_text_and_follow_the_seed(tree, capsys):
