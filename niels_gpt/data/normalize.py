@@ -15,8 +15,9 @@ JOINER (they change how Persian, Indic and emoji sequences are written), the bid
 controls (U+200E, U+200F, U+061C, U+202A-U+202E, U+2066-U+2069: right-to-left text reads wrong
 without them) and emoji tag characters (U+E0020-U+E007F, subdivision flags).
 
-`is_blank(text)`: empty or whitespace-only. The pretrain writer, the byte streams and the SFT split
-check use it: a blank document is skipped (and counted), never written as a document of its own.
+`is_blank(text)`: empty or whitespace-only, the one definition of a blank document. The pretrain
+writers (through encode.py) and the byte streams skip such documents and count them; wikitext's empty
+rows and the primer's empty dialogue blocks are told apart with it too.
 """
 
 from __future__ import annotations
