@@ -40,7 +40,7 @@ STREAMS_DIR = layout.streams_dir(CACHE)
 # Keys of a pretrain source that decide which text the tokenizer samples (budgets do not).
 TOKENIZER_SOURCE_KEYS = (
     "enabled", "dataset_id", "config", "split", "train_split", "revision",
-    "shuffle_buffer", "demo_data_files", "root", "demo_root", "val_frac",
+    "shuffle_buffer", "demo_data_files", "root", "demo_root", "val_frac", "strip_boilerplate",
 )
 
 
@@ -70,8 +70,28 @@ def pretrain_spec(wildcards):
     })
 
 
+# Snakemake reads `{name}` in an input path as a wildcard and has no escape for it there, so a file whose
+# name holds a brace (a note called "{draft}.md") cannot be an input. Such files are tracked through a
+# param instead: their path, size and mtime, so editing one re-runs exactly the jobs that read it.
+def _nameable(path):
+    return "{" not in path and "}" not in path
+
+
+def input_paths(paths):
+    return [p for p in paths if _nameable(p)]
+
+
+def unnameable_inputs(paths):
+    """{path: [size, mtime_ns]} of the files input_paths leaves out."""
+    return {p: [os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in paths if not _nameable(p)}
+
+
 def pretrain_inputs(wildcards):
-    return source_input_files(config, wildcards.source)
+    return input_paths(source_input_files(config, wildcards.source))
+
+
+def pretrain_unnameable(wildcards):
+    return unnameable_inputs(source_input_files(config, wildcards.source))
 
 
 # Scale-out (pretrain.num_parts > 1): the enabled streamed sources build as part jobs + one merge;
@@ -117,7 +137,11 @@ def sft_spec(wildcards):
 
 
 def sft_inputs(wildcards):
-    return source_input_files(config, wildcards.source)
+    return input_paths(source_input_files(config, wildcards.source))
+
+
+def sft_unnameable(wildcards):
+    return unnameable_inputs(source_input_files(config, wildcards.source))
 
 
 def stream_spec(wildcards):
@@ -129,7 +153,11 @@ def stream_spec(wildcards):
 
 
 def stream_inputs(wildcards):
-    return stream_input_files(config, wildcards.source)
+    return input_paths(stream_input_files(config, wildcards.source))
+
+
+def stream_unnameable(wildcards):
+    return unnameable_inputs(stream_input_files(config, wildcards.source))
 
 
 # Every declared output of each cache family (not just the meta.json files): the inputs of the report

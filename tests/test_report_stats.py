@@ -59,7 +59,7 @@ def test_sft_numbers_match_meta_info_and_the_dataset(tree):
         got = primer["splits"][split]
         info = next(r for r in rows if r.split == split)
         assert (got["examples"], got["tokens"], got["labels"]) == (info.units, info.tokens, info.extra["labels"])
-        assert got["cut"] == info.extra["over"]
+        assert got["cut"] == sum(info.extra["cut"].values())
         ds = SFTExampleDataset.from_cache_dir(tree / "sft" / "primer", split, T=primer["t_max"])
         _, _, y_masked = ds.rows(np.arange(len(ds)))
         assert got["kept_targets"] == int((y_masked != -100).sum())

@@ -3,7 +3,10 @@
 One small build (tiny tokenizer, small sample) is shared by the tests below; each test asserts
 what a user relies on: a second run has nothing to do, changing one value re-runs exactly the jobs
 that depend on it, editing one input file rebuilds only its artifacts, a deleted artifact comes
-back, and the caches are byte-identical whatever -j.
+back, and the caches are byte-identical whatever -j. The build reads the sample data as real corpora
+come: raw Project Gutenberg books (BOM, CRLF, license header and footer), Roam pages of both export
+shapes with awkward file names (a newline among them), fineweb files with and without `date`, oasst1
+files whose nested columns are structs or null; the caches it writes must be clean.
 """
 
 from __future__ import annotations
@@ -33,7 +36,15 @@ SMALL = {
     "sources": {
         "fineweb_edu": {"max_train_tokens": 60_000, "max_val_tokens": 4_000, "val_doc_prob": 0.1},
         "wikitext": {"max_train_tokens": 60_000},
-        "gutenberg": {"enabled": True, "max_train_tokens": 20_000, "max_val_tokens": 2_000, "val_doc_prob": 0.2},
+        "gutenberg": {  # the raw dataset: four books in the raw layout
+            "enabled": True,
+            "dataset_id": "manu/project_gutenberg",
+            "split": "en",
+            "demo_data_files": {"en": "data/sample/gutenberg_raw/*.parquet"},
+            "max_train_tokens": 20_000,
+            "max_val_tokens": 2_000,
+            "val_doc_prob": 0.5,
+        },
         "roam": {"demo_root": "notes"},
     },
     "pretrain": {"shard_bytes": 40_000},
@@ -53,6 +64,9 @@ def make_workdir(dest: Path) -> Path:
     for name in ("primer.jsonl", "primer.txt"):
         shutil.copy2(ROOT / "data" / name, dest / "data" / name)  # keep mtimes: stream metas record them
     shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
+    odd = dest / "notes" / "Two\nlines.md"  # a page title with a line break, as Roam allows
+    odd.write_text("- a page whose title has a line break\n", encoding="utf-8")
+    shutil.copystat(ROOT / "data" / "sample" / "roam" / "Appeals.md", odd)  # the streams' meta records mtimes
     (dest / "overrides.yaml").write_text(json.dumps(SMALL))
     return dest
 
@@ -127,6 +141,68 @@ def test_demo_build_produces_every_artifact(built):
     assert tok["vocab_size"] == 604
 
 
+def decoded_documents(cache: Path, tokenizer) -> dict[str, list[str]]:
+    """Every pretrain document (between eot ids) and SFT example of the cache, decoded, by artifact."""
+    import numpy as np
+
+    eot, out = tokenizer.eot_id, {}
+    for shard_dir in sorted((cache / "pretrain").glob("*/*")):
+        shards = sorted(shard_dir.glob("shard_*.bin"))
+        if shard_dir.name in ("train", "val") and shards:
+            tokens = np.concatenate([np.fromfile(p, dtype="<u2") for p in shards]).tolist()
+            docs, cur = [], []
+            for t in tokens:
+                if t == eot:
+                    docs.append(tokenizer.decode(cur))
+                    cur = []
+                else:
+                    cur.append(t)
+            out[f"pretrain/{shard_dir.parent.name}/{shard_dir.name}"] = docs + ([tokenizer.decode(cur)] if cur else [])
+    for tokens_bin in sorted((cache / "sft").glob("*/*_tokens.bin")):
+        tokens = np.fromfile(tokens_bin, dtype="<u2")
+        starts = np.append(np.load(str(tokens_bin).replace("_tokens.bin", "_idx.npy")), len(tokens))
+        out[f"sft/{tokens_bin.parent.name}/{tokens_bin.name}"] = [
+            tokenizer.decode([t for t in tokens[a:b].tolist() if t > 4]) for a, b in zip(starts[:-1], starts[1:])
+        ]
+    return out
+
+
+def test_demo_caches_hold_no_bom_no_carriage_return_no_boilerplate_no_blank_document(built):
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    cache = built / "cache"
+    docs = decoded_documents(cache, SentencePieceTokenizer(cache / "tokenizer" / "spm.model"))
+    streams = {p.name: p.read_bytes().decode("utf-8") for p in (cache / "streams").glob("*.bin")}
+    assert len(docs) == 14 and len(streams) == 6  # 4 pretrain x 2 splits, 3 SFT x 2 splits
+    for name, text in [(k, d) for k, ds in docs.items() for d in ds] + list(streams.items()):
+        assert "\ufeff" not in text and "\r" not in text, name
+    for name, ds in docs.items():
+        assert all(d.strip() for d in ds), f"{name}: a blank document"
+    boilerplate = (
+        "PROJECT GUTENBERG",
+        "Project Gutenberg",
+        "Release date:",
+        "SMALL PRINT",
+        "FULL LICENSE",
+        "Section 1.",
+    )
+    gutenberg = docs["pretrain/gutenberg/train"] + docs["pretrain/gutenberg/val"]
+    assert len(gutenberg) >= 3 and not any(b in d for d in gutenberg for b in boilerplate)
+    metas = {s: json.loads((cache / "pretrain" / s / "meta.json").read_text()) for s in ("gutenberg", "roam")}
+    # every book the loader read was stripped (the writer may stop before using the last one read ahead)
+    assert metas["gutenberg"]["cleaning"]["boilerplate_books_stripped"] == 4 >= metas["gutenberg"]["documents_seen"]
+    assert metas["roam"]["cleaning"]["skipped_blank"] == 2  # "Empty page" and "Untitled"
+    roam_files = metas["roam"]["provenance"]["files"]
+    assert "Two\nlines.md" in roam_files["train"] + roam_files["val"]
+    assert {" Leading space.md", "Projects/Harbour Survey/Budget.md"} <= set(roam_files["train"] + roam_files["val"])
+    fineweb = json.loads((cache / "pretrain" / "fineweb_edu" / "meta.json").read_text())
+    assert len(fineweb["provenance"]["stream"]["data_files"]) == 2  # with and without `date`
+    oasst1 = json.loads((cache / "sft" / "oasst1" / "meta.json").read_text())
+    assert len(oasst1["provenance"]["data_files"]) == 2 and oasst1["train_examples"] > 0  # struct and null columns
+    dolly = json.loads((cache / "sft" / "dolly15k" / "meta.json").read_text())
+    assert dolly["truncation"] == "prompt" and dolly["num_dropped"] == {"train": 0, "val": 0}
+
+
 def test_caches_are_byte_identical_at_any_j(built, tmp_path):
     # runs before the tests below edit inputs of `built`
     other = make_workdir(tmp_path / "j1")
@@ -185,6 +261,19 @@ def test_editing_one_roam_note_rebuilds_roam_artifacts_only(built):
     assert planned_jobs(built) == {}
 
 
+def test_editing_a_note_snakemake_cannot_name_reruns_its_jobs(built):
+    # "{curly}" in a path would be a wildcard: the note is tracked through a param (size, mtime) instead
+    note = built / "notes" / "It's {curly} [square] $dollar.md"
+    original, stat = note.read_bytes(), note.stat()
+    note.write_bytes(original + b"- an edit\n")
+    try:
+        assert planned_jobs(built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
+    finally:
+        note.write_bytes(original)
+        os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert planned_jobs(built) == {}
+
+
 def test_deleted_artifact_is_rebuilt_by_cache_all(built):
     victim = built / "cache" / "sft" / "dolly15k" / "val_idx.npy"
     victim.unlink()
@@ -208,6 +297,25 @@ def test_report_html_is_produced_offline_right_after_cache_all(built):
         assert f'"{category}"' in page
     assert page.count('"caption": "<p>') == len(figures)  # every figure with its rules/report/*.rst caption
     assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
+
+
+def test_a_configuration_with_an_empty_val_split_fails_with_the_message(built):
+    # few long books and a small val_doc_prob: no book goes to val
+    (built / "extra.yaml").write_text(json.dumps({"sources": {"gutenberg": {"val_doc_prob": 0.01}}}))
+    cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", "extra.yaml", "-j1"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(built / ".hf")}
+    proc = subprocess.run(
+        [*cmd, "cache/pretrain/gutenberg/meta.json"], cwd=built, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode != 0
+    log = (built / "cache" / "logs" / "pretrain" / "gutenberg.log").read_text()
+    assert (
+        "error: gutenberg: the val split would hold 0 tokens (documents read: 4, blank: 0; split by "
+        "sources.gutenberg.val_doc_prob=0.01). To fix: raise sources.gutenberg.val_doc_prob so val gets documents, "
+        "or set sources.gutenberg.max_val_tokens: 0 to build without val on purpose"
+    ) in log
+    gutenberg = built / "cache" / "pretrain" / "gutenberg"
+    assert not (gutenberg / "meta.json").exists() and not list(gutenberg.rglob("shard_*"))
 
 
 def test_one_target_plans_only_what_it_needs(tmp_path):

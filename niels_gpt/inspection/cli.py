@@ -119,7 +119,8 @@ def run_verify(args) -> int:
 
 
 def run_info(args) -> int:
-    from niels_gpt.inspection.info import collect_info, format_info, info_json
+    from niels_gpt.inspection.info import collect_info, info_json
+    from niels_gpt.inspection.info_tables import format_info
 
     with _bytes_bar("info") as bar:
         rows, current, tok_path = collect_info(_default_path(args), tokenizer_path=args.tokenizer, on_bytes=bar.update)

@@ -85,6 +85,12 @@ class PretrainTokenStreamDataset:
         self.device = torch.device(device)
         self.shard_paths = list_shards(self.shards_dir)
         self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
+        on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self.shards_dir.name)
+        if not self.shard_paths and on_purpose:
+            raise ValueError(
+                f"{self.shards_dir}: this split is empty on purpose ({on_purpose}, see "
+                f"{self.shards_dir.parent}/meta.json); give its budget a value above 0 and rebuild to read it"
+            )
         if not self.shard_paths and self.meta is not None:
             raise ValueError(
                 f"{self.shards_dir}: this split of the cache holds 0 tokens (see {self.shards_dir.parent}/meta.json); "

@@ -6,7 +6,9 @@ num_threads=n)` call (sentencepiece's C++ threads, GIL released). ENCODE_AHEAD w
 the next batches while the caller's thread reads the input, flattens batch k to uint16 (eot after
 every non-empty document) and writes it; input is read at most ENCODE_AHEAD + 1 batches ahead and
 memory holds ~ENCODE_AHEAD + 2 batches. Output is identical for any batch size or thread count:
-documents are encoded independently and yielded in input order.
+documents are encoded independently and yielded in input order. A blank document (empty or
+whitespace-only, `data.normalize.is_blank`) is encoded as no tokens and gets no eot: the writers see
+its length 0, skip it and count it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
+from niels_gpt.data.normalize import is_blank
 from niels_gpt.token_files import TOKEN_DTYPE
 
 # Measured on 2 cores (benchmarks/bench_pretrain_build.py): 256 docs / 1 MiB per encode_batch call;
@@ -38,14 +41,15 @@ def text_of(item) -> str:
 
 
 def text_batches(texts: Iterable, wanted_chars: Callable[[], float]) -> Iterator[list[str]]:
-    """Lists of texts of at most BATCH_DOCS docs / ~min(BATCH_CHARS, wanted_chars()) chars (>= 1 doc)."""
+    """Lists of texts of at most BATCH_DOCS docs / ~min(BATCH_CHARS, wanted_chars()) chars (>= 1 doc);
+    a blank text is replaced by "" (encoded as no tokens)."""
     it = iter(texts)
     while True:
         cap = min(BATCH_CHARS, wanted_chars())
         batch, chars = [], 0
         for item in it:
             text = text_of(item)
-            batch.append(text)
+            batch.append("" if is_blank(text) else text)
             chars += len(text)
             if len(batch) >= BATCH_DOCS or chars >= cap:
                 break

@@ -19,7 +19,7 @@ from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.inspection.scan import example_blocks, example_lengths
 from niels_gpt.report.corpora import Split, find_splits
 from niels_gpt.report.ngrams import DiskArray
-from niels_gpt.sft.windows import count_targets, kept_windows
+from niels_gpt.sft.windows import kept_segments, kept_targets
 from niels_gpt.token_files import MAX_VOCAB, TOKEN_DTYPE, open_tokens
 
 READ_CHUNK = 1 << 22  # tokens per read (8 MB): flat memory, few Python iterations per GB
@@ -92,8 +92,8 @@ def sft_split_stats(s: Split) -> dict:
     for lo, hi, starts in example_blocks(offsets, len(tokens)):
         mask = loss_mask_from_tokens(tokens[lo:hi], s.meta["special_token_ids"], example_starts=starts)
         labels += int(mask.sum())
-        window_lo, width = kept_windows(starts, example_lengths(starts, hi - lo), t_max, truncation)
-        kept += int(count_targets(mask, window_lo, width).sum())
+        seg = kept_segments(mask, starts, example_lengths(starts, hi - lo), t_max, truncation)
+        kept += int(kept_targets(mask, seg).sum())
     lengths = example_lengths(offsets, len(tokens))
     return {
         "examples": len(offsets),
