@@ -4,6 +4,7 @@
 #   snakemake -j4 cache/all --config demo=true   the same DAG on the bundled offline sample data
 #   snakemake cache/sft/primer/meta.json         one artifact and what it needs
 #   snakemake -n cache/all                       dry run: what would be (re)built, and why
+#   snakemake --report cache/report.html         after cache/all: the HTML report of its figures (offline)
 #
 # Output tree ({cache} = config cache_dir, default "cache"):
 #   {cache}/tokenizer/spm.model, meta.json                       rules/tokenizer.smk
@@ -11,6 +12,7 @@
 #   {cache}/pretrain/{source}/meta.json                            (lists its shards; written last)
 #   {cache}/sft/{source}/{train,val}_tokens.bin, _idx.npy, meta.json     rules/sft.smk
 #   {cache}/streams/{source}_{train,val}.bin, .meta.json          rules/streams.smk
+#   {cache}/report/*.svg, leakage_table.html, leakage.json        rules/report.smk (figures, leakage audit)
 #   {cache}/all                                                   flag: everything above is built
 #   {cache}/logs/..., {cache}/benchmarks/...                      one log / timing per job
 
@@ -20,6 +22,9 @@ min_version("9.0")
 
 
 configfile: "config.yaml"
+
+
+report: "rules/report/workflow.rst"
 
 
 include: "rules/common.smk"
@@ -40,3 +45,4 @@ include: "rules/tokenizer.smk"
 include: "rules/pretrain.smk"
 include: "rules/sft.smk"
 include: "rules/streams.smk"
+include: "rules/report.smk"

@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from benchmarks.timing import rate
-from niels_gpt.cache.loader import MixedLoader, derive_seed
+from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.sampling import draw_sources
+from niels_gpt.sampling import derive_seed, draw_sources
 
 VOCAB = 16_004  # the pipeline's default tokenizer: 16,000 pieces + 4 specials
 MIX = {"fineweb_edu": 0.6, "gutenberg": 0.1, "wikitext": 0.3}

@@ -43,6 +43,7 @@ from benchmarks.encode_limit import (
     with_workers_cpu,
     worker_start_stop_seconds,
 )
+from benchmarks.timing import peak_rss_mb
 from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.pretrain import writer as pretrain_writer
 from niels_gpt.tokenizer import SentencePieceTokenizer
@@ -71,14 +72,6 @@ def throughput(tok, docs: list[str], n_tokens: int, rounds: int, workers: int, t
     compare(tok, batches_of(docs), n_tokens, {"build": build_once}, rounds, workers)
 
 
-def _vm_hwm_mb(pid: int | str) -> float:
-    """Peak resident memory of one process (VmHWM; Linux carries ru_maxrss over fork+exec, VmHWM does not)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 class WorkerPeaks(threading.Thread):
     """Keeps each descendant process's last seen VmHWM (its peak so far) until stopped."""
 
@@ -91,7 +84,7 @@ class WorkerPeaks(threading.Thread):
         while not self.done.wait(0.5):
             for pid in descendants(os.getpid()):
                 try:
-                    self.peaks[pid] = max(self.peaks.get(pid, 0.0), _vm_hwm_mb(pid))
+                    self.peaks[pid] = max(self.peaks.get(pid, 0.0), peak_rss_mb(pid))
                 except OSError:
                     pass  # it exited between listing and reading
 
@@ -120,7 +113,7 @@ def child(args) -> None:
     result = {
         "tokens": meta["train_tokens"] + meta["val_tokens"],
         "seconds": seconds,
-        "rss_mb": _vm_hwm_mb("self"),
+        "rss_mb": peak_rss_mb(),
         "workers_rss_mb": sum(watcher.peaks.values()),
         "shards": len(meta["shards"]["train"]) + len(meta["shards"]["val"]),
     }

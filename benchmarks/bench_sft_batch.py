@@ -7,7 +7,9 @@ and some exceed T+1. Reference (written here): per row slice the example from th
 python list, cut to T+1, compute the mask with a Python loop over tokens, pad, torch.tensor; rows
 are stacked. Candidate: one torch.randint, one gather for all B rows, a mask precomputed at init.
 Both sample the same rows from the same generator state; the first batch is checked equal.
-Reference and candidate are interleaved in one process, several rounds; medians and ratios.
+Reference and candidate are interleaved in one process, several rounds; medians and ratios. The same
+cache read with `prompt` truncation (two segments per cut example: the final reply whole) is timed in
+the same rounds: its init and its get_batch against head's.
 
     python benchmarks/bench_sft_batch.py [--B 32] [--T 1024] [--examples 100000] [--rounds 7]
 """
@@ -123,6 +125,14 @@ def main() -> None:
             f"peak RSS {rss_before:.0f} MB before init (torch imported), "
             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB after (file pages touched included)"
         )
+        t0 = time.perf_counter()
+        prompt = SFTExampleDataset(
+            out / "train_tokens.bin", out / "train_idx.npy", T=args.T, eot_id=SP["eot"], truncation="prompt"
+        )
+        print(
+            f"same cache, truncation=prompt: init {time.perf_counter() - t0:.2f}s, {len(prompt):,} kept, "
+            f"cut {prompt.cut}, {int((prompt.segments.len2 > 0).sum()):,} rows of two segments"
+        )
         starts = np.load(out / "train_idx.npy")
         ends = np.append(starts[1:], n_tok)
 
@@ -133,15 +143,17 @@ def main() -> None:
 
         g_ref, g_cand = torch.Generator().manual_seed(2), torch.Generator().manual_seed(3)
         n_ref, n_cand = 10, 200
-        ref_t, cand_t = [], []
+        ref_t, cand_t, prompt_t = [], [], []
+        g_prompt = torch.Generator().manual_seed(4)
         for r in range(args.rounds):
             ref_t.append(
                 per_batch_seconds(lambda: reference_get_batch(ds, starts, ends, B=args.B, generator=g_ref), n_ref)
             )
             cand_t.append(per_batch_seconds(lambda: ds.get_batch(B=args.B, generator=g_cand), n_cand))
+            prompt_t.append(per_batch_seconds(lambda: prompt.get_batch(B=args.B, generator=g_prompt), n_cand))
             print(
                 f"round {r + 1}: reference {ref_t[-1] * 1e3:7.2f} ms  candidate {cand_t[-1] * 1e3:6.3f} ms  "
-                f"ratio {ref_t[-1] / cand_t[-1]:5.1f}x"
+                f"ratio {ref_t[-1] / cand_t[-1]:5.1f}x  prompt {prompt_t[-1] * 1e3:6.3f} ms"
             )
         ref_m, cand_m = statistics.median(ref_t), statistics.median(cand_t)
         ratios = [a / b for a, b in zip(ref_t, cand_t)]
@@ -149,6 +161,11 @@ def main() -> None:
             f"B={args.B} T={args.T}: reference median {ref_m * 1e3:.2f} ms/batch, candidate median "
             f"{cand_m * 1e3:.3f} ms/batch ({1 / cand_m:,.0f} batches/s); ratio of medians {ref_m / cand_m:.1f}x, "
             f"median of per-round ratios {statistics.median(ratios):.1f}x"
+        )
+        prompt_m = statistics.median(prompt_t)
+        print(
+            f"truncation=prompt: median {prompt_m * 1e3:.3f} ms/batch, {prompt_m / cand_m:.2f}x head's; "
+            f"median of per-round ratios {statistics.median(p / c for p, c in zip(prompt_t, cand_t)):.2f}x"
         )
 
 

@@ -5,6 +5,7 @@
     {cache}/pretrain/{source}/parts/part_NNN/...            (pretrain.num_parts > 1: one cache per part)
     {cache}/sft/{source}/{train,val}_tokens.bin, {train,val}_idx.npy, meta.json
     {cache}/streams/{source}_{train,val}.bin, {source}_{train,val}.meta.json
+    {cache}/report/leakage.json, *.svg, leakage_table.html   the report's figures and the leakage audit
     {cache}/all                                             flag: everything above is built
 
 Every writer, reader, inspection tool and Snakemake rule takes its names from here. A `meta.json` is
@@ -22,12 +23,26 @@ TOKENIZER_MODEL = "spm.model"
 ALL_FLAG = "all"
 PARTS_DIR = "parts"  # beside train/ and val/, so a reader of a split never sees part shards
 SHARD_GLOB = "shard_*.bin"
+STREAM_BIN_SUFFIX = ".bin"
 STREAM_META_SUFFIX = ".meta.json"
 
 # Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
 # users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
-FORMAT_VERSION = 1
-STREAM_FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+STREAM_FORMAT_VERSION = 2
+REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
+
+# The report's files by family: each family is one job that reads only that family's caches, so a
+# figure is redrawn only when a cache it shows changes. SVG: text stays text, and the bytes are
+# reproducible (matplotlib's hash salt and date are pinned).
+REPORT_FIGURES = {
+    "pretrain": ("pretrain_tokens.svg", "pretrain_doc_lengths.svg"),
+    "sft": ("sft_lengths.svg", "sft_supervision.svg", "sft_mix.svg"),
+    "tokenizer": ("tokenizer_bytes_per_token.svg", "tokenizer_vocab_use.svg"),
+    "streams": ("streams_mix.svg",),
+    "leakage": ("leakage.svg", "leakage_table.html"),
+}
+LEAKAGE_JSON = "leakage.json"
 
 PathLike = str | os.PathLike
 
@@ -54,6 +69,10 @@ def sft_dir(cache: PathLike, source: str) -> str:
 
 def streams_dir(cache: PathLike) -> str:
     return _join(cache, "streams")
+
+
+def report_dir(cache: PathLike) -> str:
+    return _join(cache, "report")
 
 
 def shard_name(index: int) -> str:
@@ -84,8 +103,14 @@ def stream_stem(source: str, split: str) -> str:
 
 
 def stream_bin(streams: PathLike, source: str, split: str) -> str:
-    return _join(streams, stream_stem(source, split) + ".bin")
+    return _join(streams, stream_stem(source, split) + STREAM_BIN_SUFFIX)
 
 
 def stream_meta(streams: PathLike, source: str, split: str) -> str:
     return _join(streams, stream_stem(source, split) + STREAM_META_SUFFIX)
+
+
+def stream_meta_beside(bin_path: PathLike) -> str | None:
+    """The .meta.json of the stream whose .bin is `bin_path` (None if it is not named like one)."""
+    path = str(bin_path)
+    return path[: -len(STREAM_BIN_SUFFIX)] + STREAM_META_SUFFIX if path.endswith(STREAM_BIN_SUFFIX) else None

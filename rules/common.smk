@@ -16,7 +16,7 @@ from niels_gpt.data.registry import (
     source_input_files,
     stream_input_files,
 )
-from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
+from niels_gpt.layout import FORMAT_VERSION, REPORT_FORMAT_VERSION, STREAM_FORMAT_VERSION
 
 
 try:
@@ -40,7 +40,7 @@ STREAMS_DIR = layout.streams_dir(CACHE)
 # Keys of a pretrain source that decide which text the tokenizer samples (budgets do not).
 TOKENIZER_SOURCE_KEYS = (
     "enabled", "dataset_id", "config", "split", "train_split", "revision",
-    "shuffle_buffer", "demo_data_files", "root", "demo_root", "val_frac",
+    "shuffle_buffer", "demo_data_files", "root", "demo_root", "val_frac", "strip_boilerplate",
 )
 
 
@@ -70,8 +70,28 @@ def pretrain_spec(wildcards):
     })
 
 
+# Snakemake reads `{name}` in an input path as a wildcard and has no escape for it there, so a file whose
+# name holds a brace (a note called "{draft}.md") cannot be an input. Such files are tracked through a
+# param instead: their path, size and mtime, so editing one re-runs exactly the jobs that read it.
+def _nameable(path):
+    return "{" not in path and "}" not in path
+
+
+def input_paths(paths):
+    return [p for p in paths if _nameable(p)]
+
+
+def unnameable_inputs(paths):
+    """{path: [size, mtime_ns]} of the files input_paths leaves out."""
+    return {p: [os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in paths if not _nameable(p)}
+
+
 def pretrain_inputs(wildcards):
-    return source_input_files(config, wildcards.source)
+    return input_paths(source_input_files(config, wildcards.source))
+
+
+def pretrain_unnameable(wildcards):
+    return unnameable_inputs(source_input_files(config, wildcards.source))
 
 
 # Scale-out (pretrain.num_parts > 1): the enabled streamed sources build as part jobs + one merge;
@@ -117,7 +137,11 @@ def sft_spec(wildcards):
 
 
 def sft_inputs(wildcards):
-    return source_input_files(config, wildcards.source)
+    return input_paths(source_input_files(config, wildcards.source))
+
+
+def sft_unnameable(wildcards):
+    return unnameable_inputs(source_input_files(config, wildcards.source))
 
 
 def stream_spec(wildcards):
@@ -129,22 +153,46 @@ def stream_spec(wildcards):
 
 
 def stream_inputs(wildcards):
-    return stream_input_files(config, wildcards.source)
+    return input_paths(stream_input_files(config, wildcards.source))
 
 
-# Every declared output of every job behind cache/all (not just the meta.json files), so that the
-# flag check below notices any one of them missing.
-ALL_TARGETS = (
-    [TOKENIZER_MODEL, TOKENIZER_META]
-    + [f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)]
-    + [f"{layout.sft_dir(CACHE, s)}/{name}" for s in SFT_SOURCES for name in layout.sft_file_names()]
-    + [
-        path(layout.streams_dir(CACHE), s, split)
-        for s in ENABLED_STREAMS
-        for split in layout.SPLITS
-        for path in (layout.stream_bin, layout.stream_meta)
-    ]
-)
+def stream_unnameable(wildcards):
+    return unnameable_inputs(stream_input_files(config, wildcards.source))
+
+
+# Every declared output of each cache family (not just the meta.json files): the inputs of the report
+# jobs that read that family, and, with the report itself, of cache/all (so that the flag check below
+# notices any one of them missing).
+PRETRAIN_TARGETS = [
+    f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)
+]
+SFT_TARGETS = [f"{layout.sft_dir(CACHE, s)}/{name}" for s in SFT_SOURCES for name in layout.sft_file_names()]
+STREAM_TARGETS = [
+    path(layout.streams_dir(CACHE), s, split)
+    for s in ENABLED_STREAMS
+    for split in layout.SPLITS
+    for path in (layout.stream_bin, layout.stream_meta)
+]
+
+# The report (rules/report.smk): figure paths by name (file name without extension), and leakage.json.
+REPORT_DIR = layout.report_dir(CACHE)
+FIGURE = {
+    name.rsplit(".", 1)[0]: f"{REPORT_DIR}/{name}" for names in layout.REPORT_FIGURES.values() for name in names
+}
+LEAKAGE_JSON = f"{REPORT_DIR}/{layout.LEAKAGE_JSON}"
+
+
+def report_spec(*keys):
+    """cache_dir and the named config sections or dotted keys ("sft.mix") a report job depends on."""
+    values = {"cache_dir": CACHE}
+    for key in keys:
+        section, _, name = key.partition(".")
+        values.setdefault(section, {}).update({name: config[section][name]} if name else config[section])
+    return spec_json(values)
+
+
+ALL_TARGETS = [TOKENIZER_MODEL, TOKENIZER_META] + PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS
+ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON]
 
 # Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed
 # rebuild; drop the flag whenever one is missing so the next run rebuilds what is gone.

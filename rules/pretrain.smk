@@ -18,6 +18,7 @@ rule pretrain:
     params:
         spec=pretrain_spec,
         format_version=FORMAT_VERSION,
+        unnameable=pretrain_unnameable,
     threads: 2
     conda:
         "../environment.yml"
@@ -45,6 +46,7 @@ if PARTED_SOURCES:
             part="|".join(PART_NAMES),
         params:
             spec=pretrain_part_spec,
+            unnameable=pretrain_unnameable,
             index=part_index,
             format_version=FORMAT_VERSION,
         threads: 2

@@ -17,6 +17,7 @@ rule sft:
         source="|".join(SFT_SOURCES),
     params:
         spec=sft_spec,
+        unnameable=sft_unnameable,
         format_version=FORMAT_VERSION,
     threads: 2
     conda:

@@ -14,6 +14,7 @@ rule streams:
         source="|".join(STREAM_SOURCES),
     params:
         spec=stream_spec,
+        unnameable=stream_unnameable,
         format_version=STREAM_FORMAT_VERSION,
     conda:
         "../environment.yml"

@@ -20,6 +20,25 @@ WIKI_TRAIN = [
 WIKI_VAL = ["", " = Gamma Light = \n", " Gamma shines . \n", "   \n"]
 WIKI_TEST = [" = Delta = \n", " Delta waits . \n"]
 
+GUTENBERG_HEADER = (
+    "The Project Gutenberg eBook of The Lantern at Millbrook\n\n"
+    "This header is invented for the niels_gpt tests: it stands where a distributed e-text\n"
+    "carries its notice of terms, and none of it belongs to the book.\n\n"
+    "Title: The Lantern at Millbrook\n\nAuthor: Orla Fenwick\n\n"
+    "Release date: March 3, 2004 [eBook #11111]\n\nLanguage: English\n\n"
+)
+GUTENBERG_FOOTER = (
+    "\n\nLater printings of this sample supersede this one. (Invented footer text.)\n\n"
+    "*** START: FULL LICENSE ***\n\nSection 1. Terms invented for the tests, many lines long.\n" * 3
+)
+
+
+def raw_gutenberg_book(body: str, start: str, end: str) -> str:
+    """The raw layout: BOM, CRLF line ends, header, start marker, the book, end marker, footer."""
+    text = f"\ufeff{GUTENBERG_HEADER}{start}\n\n\n\n{body}\n\n\n\n\n{end}{GUTENBERG_FOOTER}"
+    return text.replace("\n", "\r\n")
+
+
 DOLLY_ROWS = [
     {"instruction": "Name a river.", "context": "", "response": "The Nile.", "category": "open_qa"},
     {"instruction": "Summarize.", "context": "A long text.", "response": "Short.", "category": "summarization"},

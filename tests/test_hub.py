@@ -138,3 +138,66 @@ def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("OK")
     assert "no-such-org/no-such-dataset-1f3a" in res.stdout and "demo=true" in res.stdout and "--demo" in res.stdout
+
+
+def _table(path, columns: dict, schema=None):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns, schema=schema), path)
+    return path
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_fineweb_files_with_and_without_a_date_column_read_as_one_split(tmp_path, streaming):
+    # the file without `date` first: datasets alone would cast the second file to its schema and fail
+    _table(tmp_path / "train-00000.parquet", {"text": ["no date"], "id": ["<urn:1>"], "url": ["u1"]})
+    _table(tmp_path / "train-00001.parquet", {"text": ["dated"], "id": ["<urn:2>"], "url": ["u2"], "date": ["2024"]})
+    files = {"train": str(tmp_path / "*.parquet")}
+    ds = open_dataset("HuggingFaceFW/fineweb-edu", split="train", streaming=streaming, data_files=files)
+    assert [(r["text"], r["date"]) for r in ds] == [("no date", None), ("dated", "2024")]
+    samples = list(iter_fineweb_edu(data_files=files, shuffle=False))
+    assert [(s.text, s.meta["id"]) for s in samples] == [("no date", "<urn:1>"), ("dated", "<urn:2>")]
+
+
+def _oasst_pair(tree: str, emojis, detoxify) -> dict:
+    return {
+        "message_id": [tree, tree + "-a"],
+        "parent_id": [None, tree],
+        "message_tree_id": [tree, tree],
+        "role": ["prompter", "assistant"],
+        "text": [f"question {tree}", f"answer {tree}"],
+        "lang": ["en", "en"],
+        "deleted": [False, False],
+        "emojis": emojis,
+        "detoxify": detoxify,
+    }
+
+
+def test_nested_columns_that_are_structs_in_one_file_and_null_in_another_read_as_one_split(tmp_path):
+    import pyarrow as pa
+
+    from niels_gpt.data.oasst1 import iter_oasst1_sft
+
+    emojis = pa.struct([("name", pa.list_(pa.string())), ("count", pa.list_(pa.int32()))])
+    detoxify = pa.struct([("toxicity", pa.float64())])
+    # a flat export without annotations first: its nested columns are all null (pyarrow type null)
+    _table(tmp_path / "train-00000.parquet", _oasst_pair("r", [None, None], [None, None]))
+    nested = _oasst_pair(
+        "s",
+        pa.array([{"name": ["+1"], "count": [2]}, None], type=emojis),
+        pa.array([None, {"toxicity": 0.01}], type=detoxify),
+    )
+    _table(tmp_path / "train-00001.parquet", nested)
+    threads = list(iter_oasst1_sft(data_files={"train": str(tmp_path / "*.parquet")}, shuffle_trees=False))
+    assert [[m.content for m in t.messages] for t in threads] == [
+        ["question r", "answer r"],
+        ["question s", "answer s"],
+    ]
+
+
+def test_files_whose_columns_conflict_name_the_files(tmp_path):
+    _table(tmp_path / "a.parquet", {"text": ["x"], "id": ["1"]})
+    _table(tmp_path / "b.parquet", {"text": ["y"], "id": [2]})
+    with pytest.raises(ValueError, match=r"a\.parquet, .*b\.parquet: the files' columns cannot be read as one table"):
+        open_dataset("x/y", split="train", streaming=True, data_files={"train": str(tmp_path / "*.parquet")})

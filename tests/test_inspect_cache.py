@@ -11,7 +11,7 @@ from tiny_cache_tree import KNOWN_CHAT, PRETRAIN_DOCS, STREAM_TEXT, build_tree, 
 
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
-from niels_gpt.inspection.info import human_bytes
+from niels_gpt.inspection.info_tables import human_bytes
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.tokenizer import train_sentencepiece
 
@@ -65,8 +65,38 @@ def test_info_numbers_match_meta(tree, capsys, tiny_tokenizer):
     assert row(out, "streams/wiki_train", "train", "yes")[5] == human_bytes(n_bytes) == f"{n_bytes / 1000:.1f} KB"
 
 
+def test_info_json_has_the_same_numbers_as_the_tables(tree, capsys, tiny_tokenizer):
+    rc, out, _ = cli(capsys, "info", tree, "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["tokenizer"]["sha256"] == tiny_tokenizer.sha256
+    rows = {(r["artifact"], r["split"]): r for r in doc["rows"]}
+    pre, sft = meta_of(tree / "pretrain/x"), meta_of(tree / "sft/y")
+    for split in ("train", "val"):
+        assert rows["pretrain/x", split]["tokens"] == pre[f"{split}_tokens"]
+        assert rows["pretrain/x", split]["extra"]["documents"] == pre[f"{split}_documents"]
+        assert rows["sft/y", split]["extra"]["labels"] == sft["splits"][split]["num_label_tokens"]
+    assert rows["pretrain/off", "-"]["built"] == "no" and "not built" in rows["pretrain/off", "-"]["note"]
+    _, table, _ = cli(capsys, "info", tree)
+    assert row(table, "sft/y", "train", "yes")[3] == f"{rows['sft/y', 'train']['tokens']:,}"
+
+
 def section(out: str, title: str) -> str:
     return out.split(f"\n{title}\n", 1)[1]
+
+
+def test_info_shows_cuts_drops_and_cleaning(tree, capsys):
+    rc, out, _ = cli(capsys, "info", tree)
+    stats = meta_of(tree / "sft/y")["splits"]
+    for split in ("train", "val"):
+        cells = row(section(out, "sft"), "sft/y", split)
+        cut, dropped = stats[split]["cut"]["end"], stats[split]["dropped"]["no_target_in_window"]
+        detail = f" (no_target_in_window {dropped})" if dropped else ""
+        assert cells[-2:] == [f"{cut} (end {cut}); T_max 64, head", f"{dropped}{detail}"]
+    assert stats["train"]["cut"]["end"] > 0 and stats["train"]["num_dropped"] + stats["val"]["num_dropped"] == 4
+    cleaning = section(out, "cleaning (from meta.json)")
+    assert row(cleaning, "pretrain/x") == ["pretrain/x", "2", "2 books, 345 chars", "-"]
+    assert row(cleaning, "streams/wiki_train")[1:] == ["0", "-", "-"]
+    assert row(cleaning, "sft/y")[1:] == ["-", "-", "-"]
 
 
 def test_info_pretrain_documents_empty_docs_and_coverage(tree, capsys, tiny_tokenizer):
@@ -123,7 +153,10 @@ def test_inspect_sft_marks_the_loss_active_span(tmp_path, capsys, tiny_tokenizer
     assert "<|usr|>hello there<|eot|><|asst|>\033[32mgeneral kenobi<|eot|>\033[0m" in out
 
 
-def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_tokenizer, tiny_tokenizer_path):
+@pytest.mark.parametrize("truncation", ["tail", "prompt"])
+def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_tokenizer, tiny_tokenizer_path, truncation):
+    from niels_gpt.chat_template import render_chat_sft
+
     root = tmp_path / "cache"
     install_tokenizer(root, tiny_tokenizer_path, tiny_tokenizer)
     long_chat = [{"role": "user", "content": "the river " * 40}, {"role": "assistant", "content": "stone light " * 40}]
@@ -134,10 +167,13 @@ def test_inspect_sft_says_how_a_long_example_is_cut(tmp_path, capsys, tiny_token
         val_frac=0.0,
         seed=0,
         t_max=16,
-        truncation="tail",
+        truncation=truncation,
     )
     rc, out, _ = cli(capsys, "inspect", root / "sft" / "k", "--n", 1)
-    assert "longer than T_max+1 = 17: the dataset keeps the last 17 (tail)" in out
+    n = len(render_chat_sft(tiny_tokenizer, long_chat)[0])
+    reply = len(tiny_tokenizer.encode("the river " * 40)) + 2  # the assistant block starts after the user's
+    lo = n - 17 if truncation == "tail" else reply  # the reply alone is longer than 17: prompt keeps its head
+    assert f"longer than T_max+1 = 17: the dataset keeps tokens {lo:,}..{lo + 17:,} ({truncation})" in out
 
 
 def test_inspect_pretrain_windows_decode_to_source_text_and_follow_the_seed(tree, capsys):

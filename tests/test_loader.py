@@ -140,10 +140,20 @@ def test_invalid_rank_is_refused(cache_dir, rank, world_size):
 
 
 @pytest.mark.parametrize(
-    "change", [{"seed": 8}, {"B": 4}, {"world_size": 3}, {"p": {"fineweb_edu": 1.0}}, {"version": 0}, {"T": 32}]
+    "change",
+    [
+        {"seed": 8},
+        {"B": 4},
+        {"world_size": 3},
+        {"p": {"fineweb_edu": 1.0}},
+        {"version": 0},
+        {"T": 32},
+        {"mode": "epoch"},
+    ],
 )
 def test_mismatched_state_is_refused(cache_dir, change):
-    state = {**pretrain(cache_dir).state_dict(), **change}
+    state = pretrain(cache_dir).state_dict()
+    state["fingerprint"] = {**state["fingerprint"], **change}
     key = next(iter(change))
     with pytest.raises(ValueError, match=f"refusing to resume.*{key}: state has"):
         pretrain(cache_dir).load_state_dict(state)

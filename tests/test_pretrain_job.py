@@ -150,3 +150,63 @@ def test_cli_disabled_source(tmp_path, capsys):
     )
     assert read_meta(str(tmp_path / "meta.json"))["built"] is False
     assert "not built" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+def test_raw_gutenberg_books_lose_their_boilerplate_and_meta_counts_it(tmp_path, tiny_tokenizer_path):
+    from loader_fixtures import raw_gutenberg_book, write_parquet
+
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    bodies = tiny_corpus(6, seed=3)
+    start, end = "*** START OF THE PROJECT GUTENBERG EBOOK X ***", "*** END OF THE PROJECT GUTENBERG EBOOK X ***"
+    texts = [raw_gutenberg_book(b, start, end) for b in bodies] + [" \r\n\t\r\n"]
+    path = write_parquet(tmp_path / "en-00000-of-00001.parquet", {"id": list("0123456"), "text": texts})
+    gutenberg = {
+        "enabled": True,
+        "dataset_id": "manu/project_gutenberg",
+        "split": "en",
+        "demo_data_files": {"en": str(path)},
+        "shuffle_buffer": 0,
+        "val_doc_prob": 0.5,
+    }
+    cfg = prepare_config({"demo": True, "seed": 1, "sources": {"gutenberg": gutenberg}})
+    meta = pretrain_job.build_pretrain_source(
+        cfg, "gutenberg", tokenizer_path=tiny_tokenizer_path, out_dir=tmp_path / "out", log=lambda s: None
+    )
+    removed = sum(len(t.replace("\r\n", "\n")) - 1 - len(b) for t, b in zip(texts, bodies))  # - 1: the BOM
+    assert meta["cleaning"] == {
+        "skipped_blank": 1,
+        "boilerplate_books_stripped": 6,
+        "boilerplate_chars_removed": removed,
+    }
+    tok = SentencePieceTokenizer(tiny_tokenizer_path)
+    decoded = {
+        tok.decode(
+            [t for t in PretrainTokenStreamDataset(tmp_path / "out" / s, T=1).maps[0].tolist() if t != tok.eot_id]
+        )
+        for s in ("train", "val")
+    }
+    assert meta["train_documents"] + meta["val_documents"] == 6 and meta["val_documents"] > 0
+    assert not any("GUTENBERG" in d or "\ufeff" in d or "\r" in d for d in decoded)
+
+
+def test_cli_stops_on_a_split_that_would_be_empty(tmp_path, tiny_tokenizer_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i, text in enumerate(tiny_corpus(3, seed=2) + ["   \n", ""]):
+        (notes / f"note{i}.md").write_text(text, encoding="utf-8")
+    args = ["build-pretrain", "--source", "roam", "--set", f"sources.roam.root={notes}", "--spec", "{}"]
+    args += ["--tokenizer", tiny_tokenizer_path, "--out-dir", str(tmp_path / "out"), "--set", "seed=0"]
+    with pytest.raises(ValueError) as e:  # with seed 0 the one val file (of 5, val_frac 0.1) is a blank note
+        main(args)
+    assert str(e.value) == (
+        "roam: the val split would hold 0 tokens (documents read: 1, blank: 1; split by "
+        "sources.roam.val_frac=0.1). To fix: raise sources.roam.val_frac so val gets documents, or set "
+        "sources.roam.max_val_tokens: 0 to build without val on purpose"
+    )
+    assert not (tmp_path / "out" / "meta.json").exists()
+    assert main([*args, "--set", "sources.roam.max_val_tokens=0"]) == 0
+    assert read_meta(str(tmp_path / "out" / "meta.json"))["empty_splits"] == {
+        "val": "max_val_tokens is 0: built without val on purpose"
+    }

@@ -129,6 +129,9 @@ def test_parts_are_disjoint_and_cover_every_document_once(unlimited, data, tiny_
         assert meta[f"{s}_tokens"] == len(merged[s]) == sum(p[f"{s}_tokens"] for p in meta["parts"])
     assert meta["num_parts"] == n and [p["index"] for p in meta["parts"]] == list(range(n))
     assert meta["part_boundary_cuts"] == {"train": 0, "val": 0} and meta["seed"] == 5
+    assert (
+        meta["documents_seen"] == len(texts) and meta["cleaning"] == {"skipped_blank": 0} and not meta["empty_splits"]
+    )
 
 
 def test_part_seeds_differ_and_are_recorded(unlimited):
@@ -323,3 +326,17 @@ def test_a_part_reads_rows_only_from_its_own_data_files(data, unlimited, tiny_to
     )
     for s in ("train", "val"):
         assert np.array_equal(tokens(tmp_path / "part_001" / s), tokens(unlimited[2] / "parts" / part_name(1) / s))
+
+
+def test_a_part_may_hold_no_val_but_the_merge_fails_when_the_whole_source_would(data, tiny_tokenizer_path, tmp_path):
+    glob, _ = data
+    cfg = config(glob, train=None, val=10_000)
+    cfg["sources"]["fineweb_edu"]["val_doc_prob"] = 0.0
+    with pytest.raises(ValueError) as e:
+        build(cfg, tmp_path, tiny_tokenizer_path, 2)  # both parts build (no val each); the merge refuses
+    assert str(e.value).startswith(
+        f"fineweb_edu: the val split would hold 0 tokens (documents read: {N_FILES * DOCS_PER_FILE:,}, blank: 0; "
+        "split by sources.fineweb_edu.val_doc_prob=0.0)"
+    )
+    assert all((tmp_path / "parts" / part_name(k) / "meta.json").is_file() for k in range(2))
+    assert not (tmp_path / "meta.json").exists() and not list_shards(tmp_path / "train")

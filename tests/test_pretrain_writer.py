@@ -102,7 +102,7 @@ def test_budgets_are_exact_and_the_crossing_document_is_cut(tmp_path, tiny_token
     # budgets above what is available: everything, exactly
     small = tiny_corpus(5, seed=5)
     meta = build_stream(
-        small, tmp_path / "small", tiny_tokenizer, max_train_tokens=10**9, max_val_tokens=10**9, val_doc_prob=0.0
+        small, tmp_path / "small", tiny_tokenizer, max_train_tokens=10**9, max_val_tokens=0, val_doc_prob=0.0
     )
     assert meta["train_tokens"] == sum(len(tiny_tokenizer.encode(t)) + 1 for t in small) and meta["val_tokens"] == 0
 
@@ -120,8 +120,72 @@ def test_presplit_budgets_are_exact(tmp_path, tiny_tokenizer):
     )
     assert meta["train_tokens"] == len(split_tokens(tmp_path, "train")) == 777
     assert meta["val_tokens"] == 0 and list_shards(tmp_path / "val") == []
-    with pytest.raises(ValueError, match="holds 0 tokens"):
+    assert meta["empty_splits"] == {"val": "max_val_tokens is 0: built without val on purpose"}
+    with pytest.raises(ValueError, match=r"val: this split is empty on purpose \(max_val_tokens is 0"):
         PretrainTokenStreamDataset(tmp_path / "val", T=4)
+
+
+BLANK = ["", "   ", "\n\n\t\n", "\u00a0\u3000 \n"]
+
+
+def test_blank_documents_are_skipped_and_counted(tmp_path, tiny_tokenizer):
+    texts = tiny_corpus(30, seed=12)
+    mixed = [d for pair in itertools.zip_longest(texts, BLANK * 3) for d in pair if d is not None]
+    stream = build_stream(mixed, tmp_path / "s", tiny_tokenizer, val_doc_prob=0.3)
+    presplit = build_pretrain_cache_presplit(
+        mixed,
+        BLANK + texts[:3],
+        str(tmp_path / "p"),
+        tokenizer=tiny_tokenizer,
+        max_train_tokens=None,
+        max_val_tokens=None,
+        seed=1,
+    )
+    eot = tiny_tokenizer.eot_id
+    for out, meta, n_blank in ((tmp_path / "s", stream, 12), (tmp_path / "p", presplit, 16)):
+        for split in ("train", "val"):
+            tokens = split_tokens(out, split)
+            assert tokens[0] != eot and not np.any((tokens[1:] == eot) & (tokens[:-1] == eot))  # no eot after nothing
+            docs = [tiny_tokenizer.decode(d) for d in documents(tokens, eot)]
+            assert all(d.strip() for d in docs) and meta[f"{split}_documents"] == len(docs)
+        assert meta["cleaning"] == {"skipped_blank": n_blank}
+        assert meta["documents_seen"] == len(mixed) + (len(BLANK) + 3 if out.name == "p" else 0)
+    kept = [t for t in mixed if t.strip()]
+    assert stream["train_documents"] + stream["val_documents"] == len(kept)
+
+
+def test_a_split_that_would_be_empty_fails_with_one_message_and_leaves_nothing(tmp_path, tiny_tokenizer):
+    books = tiny_corpus(4, seed=13) + ["  "]  # few long documents, a small val_doc_prob: no book goes to val
+    prov = {"source": "gutenberg"}
+    with pytest.raises(ValueError) as e:
+        build_stream(
+            books,
+            tmp_path,
+            tiny_tokenizer,
+            val_doc_prob=0.02,
+            max_val_tokens=1000,
+            provenance=prov,
+            split_setting="sources.gutenberg.val_doc_prob=0.02",
+        )
+    assert str(e.value) == (
+        "gutenberg: the val split would hold 0 tokens (documents read: 5, blank: 1; split by "
+        "sources.gutenberg.val_doc_prob=0.02). To fix: raise sources.gutenberg.val_doc_prob so val gets "
+        "documents, or set sources.gutenberg.max_val_tokens: 0 to build without val on purpose"
+    )
+    assert not (tmp_path / "meta.json").exists() and not list(tmp_path.rglob("*.bin*"))
+    with pytest.raises(ValueError, match=r"roam: the val split would hold 0 tokens \(documents read: 2, blank: 2"):
+        build_pretrain_cache_presplit(
+            books,
+            ["", " \n"],
+            str(tmp_path),
+            tokenizer=tiny_tokenizer,
+            max_train_tokens=None,
+            max_val_tokens=None,
+            seed=1,
+            provenance={"source": "roam"},
+            split_setting="sources.roam.val_frac=0.1",
+        )
+    assert not (tmp_path / "meta.json").exists() and not list(tmp_path.rglob("*.bin*"))
 
 
 def test_reading_stops_once_both_budgets_are_full(tmp_path, tiny_tokenizer):

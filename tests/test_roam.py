@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from niels_gpt.data.roam import iter_roam, list_roam_paths, load_texts, split_roam_paths
@@ -53,3 +55,28 @@ def test_non_utf8_note_names_the_file(tmp_path):
     p.write_bytes(b"ok \xff")
     with pytest.raises(ValueError, match=r"bad\.md: not UTF-8 at byte 3"):
         load_texts([str(p)])
+
+
+def test_pages_as_exports_write_them_are_listed_and_read_clean(tmp_path):
+    names = [
+        " leading space.md",
+        "Re\u0301sume\u0301.md",
+        "Q&A, (draft) #2 - 50%!.md",
+        "{x} [y] $z.md",
+        "two\nlines.md",
+    ]
+    names += ["Projects/Harbour/Budget.md"]
+    for i, name in enumerate(names):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(("\ufeff" if i % 2 else "").encode() + f"- block {i}\r\n\t- child ((abcDEF123))\r\n".encode())
+    (tmp_path / "Empty.md").write_bytes(b"\xef\xbb\xbf\r\n  \r\n")
+    paths = list_roam_paths(tmp_path)
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in paths) == sorted(names + ["Empty.md"])
+    texts = dict(zip(paths, load_texts(paths)))
+    assert texts[str(tmp_path / "Empty.md")] == "\n  \n"  # blank: the writers skip it
+    for name in names:
+        text = texts[str(tmp_path / name)]
+        assert text.startswith("- block ") and "\r" not in text and "\ufeff" not in text
+    samples = list(iter_roam(paths, root=tmp_path))
+    assert {s.meta["path"] for s in samples} == set(names) | {"Empty.md"}

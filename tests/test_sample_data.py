@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -21,13 +22,15 @@ SAMPLE = ROOT / "data" / "sample"
 
 STR, F64, I64, I32, BOOL = pa.string(), pa.float64(), pa.int64(), pa.int32(), pa.bool_()
 EXPECTED_PARQUET = {  # written out independently of the generator's own schema constants
-    "fineweb_edu/train-00000-of-00002.parquet": "fineweb",
+    "fineweb_edu/train-00000-of-00002.parquet": "fineweb without date",
     "fineweb_edu/train-00001-of-00002.parquet": "fineweb",
     "wikitext/train.parquet": "wikitext",
     "wikitext/validation.parquet": "wikitext",
     "wikitext/test.parquet": "wikitext",
     "gutenberg/train-00000-of-00001.parquet": "gutenberg",
-    "oasst1/train.parquet": "oasst1",
+    "gutenberg_raw/en-00000-of-00001.parquet": "project_gutenberg",
+    "oasst1/train-00000-of-00002.parquet": "oasst1 flat export",
+    "oasst1/train-00001-of-00002.parquet": "oasst1",
     "oasst1/validation.parquet": "oasst1",
 }
 SCHEMAS = {
@@ -46,6 +49,7 @@ SCHEMAS = {
     ],
     "wikitext": [("text", STR)],
     "gutenberg": [("text", STR), ("id", STR), ("title", STR)],
+    "project_gutenberg": [("id", STR), ("text", STR)],
     "oasst1": [
         ("message_id", STR),
         ("parent_id", STR),
@@ -83,6 +87,10 @@ SCHEMAS = {
         ("labels", pa.struct([("name", pa.list_(STR)), ("value", pa.list_(F64)), ("count", pa.list_(I32))])),
     ],
 }
+SCHEMAS["fineweb without date"] = [f for f in SCHEMAS["fineweb"] if f[0] != "date"]
+SCHEMAS["oasst1 flat export"] = [
+    (name, pa.null() if name in ("detoxify", "emojis", "labels") else t) for name, t in SCHEMAS["oasst1"]
+]
 DOLLY_CATEGORIES = {
     "open_qa",
     "general_qa",
@@ -107,13 +115,15 @@ def test_parquet_files_have_the_hub_schema(rel):
     assert pq.ParquetFile(SAMPLE / rel).metadata.num_rows > 0
 
 
-def test_loads_through_datasets_like_the_hub():
+def test_loads_through_datasets_like_the_hub(isolated_hf_cache):
     from datasets import load_dataset
 
-    files = sorted(str(p) for p in (SAMPLE / "fineweb_edu").glob("*.parquet"))
-    ds = load_dataset("parquet", data_files={"train": files}, split="train", streaming=True)
+    from niels_gpt.data.hub import open_dataset
+
+    files = {"train": str(SAMPLE / "fineweb_edu" / "*.parquet")}
+    ds = open_dataset("HuggingFaceFW/fineweb-edu", split="train", streaming=True, data_files=files)
     first = next(iter(ds))
-    assert list(first) == [name for name, _ in SCHEMAS["fineweb"]]
+    assert list(first) == [name for name, _ in SCHEMAS["fineweb without date"]] + ["date"]
     assert first["dump"] == "CC-MAIN-2024-10" and re.fullmatch(r"<urn:uuid:[0-9a-f-]{36}>", first["id"])
     dolly = load_dataset("json", data_files=str(SAMPLE / "dolly15k" / "databricks-dolly-15k.jsonl"), split="train")
     assert dolly.column_names == ["instruction", "context", "response", "category"]
@@ -132,7 +142,7 @@ def test_dolly_categories_and_contexts():
 
 @pytest.mark.parametrize("split", ["train", "validation"])
 def test_oasst1_trees_are_real_trees(split):
-    rows = _rows(f"oasst1/{split}.parquet")
+    rows = [r for p in sorted((SAMPLE / "oasst1").glob(f"{split}*.parquet")) for r in _rows(f"oasst1/{p.name}")]
     by_id = {r["message_id"]: r for r in rows}
     assert len(by_id) == len(rows)
     children = defaultdict(list)
@@ -207,14 +217,41 @@ def test_roam_notes_are_linked_markdown():
 
 
 def test_regenerating_gives_the_committed_files(tmp_path):
-    msd.main(["--out-root", str(tmp_path), "--only", "dolly15k", "primer", "oasst1"])
-    for rel in ["data/sample/dolly15k/databricks-dolly-15k.jsonl", "data/primer.jsonl", "data/primer.txt"]:
+    msd.main(["--out-root", str(tmp_path)])
+    generated = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "data").rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "data").rglob("*") if p.is_file())
+    assert generated == committed, "data/ holds files the generator does not write, or misses some"
+    for rel in generated:
         assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), (
             f"{rel} is stale: rerun scripts.make_sample_data"
         )
-    for split in ["train", "validation"]:
-        rel = f"data/sample/oasst1/{split}.parquet"
-        assert pq.read_table(tmp_path / rel).to_pylist() == pq.read_table(ROOT / rel).to_pylist(), rel
+
+
+def test_raw_gutenberg_books_have_the_raw_layout():
+    from niels_gpt.data.gutenberg import book_span
+
+    for row in _rows("gutenberg_raw/en-00000-of-00001.parquet"):
+        text = row["text"]
+        assert (
+            text.startswith("\ufeffThe Project Gutenberg eBook of ")
+            and "\r\n" in text
+            and "\n" not in text.replace("\r\n", "")
+        )
+        start, stop = book_span(text.replace("\r\n", "\n"))
+        assert 400 < start and stop < len(text) - 2_000  # a header and a long footer around the book
+
+
+def test_roam_export_pages_come_in_both_shapes_with_awkward_names():
+    root = SAMPLE / "roam"
+    names = {p.relative_to(root).as_posix() for p in root.rglob("*.md")}
+    assert {" Leading space.md", "Projects/Harbour Survey/Budget.md", "March 1st, 2024.md"} <= names
+    assert any(unicodedata.normalize("NFC", n) != n for n in names)  # a decomposed (macOS) name
+    raw = {n: (root / n).read_bytes() for n in names}
+    assert any(b.startswith("\ufeff".encode()) for b in raw.values()) and any(b"\r\n" in b for b in raw.values())
+    assert any(not b.decode("utf-8-sig").strip() for b in raw.values())  # empty and whitespace-only pages
+    texts = [b.decode("utf-8-sig") for b in raw.values()]
+    assert any(t.startswith("# ") and "\n- " not in t for t in texts)  # flat
+    assert any(re.search(r"\(\([\w-]{9}\)\)", t) and "#[[" in t for t in texts)  # bulleted, block refs, tags
 
 
 def test_row_builders_are_deterministic_and_seeded():

@@ -1,4 +1,5 @@
-"""SFTExampleDataset: y_masked equals the shifted render_chat_sft labels, head and tail, on every example."""
+"""SFTExampleDataset: y_masked equals the shifted render_chat_sft labels of the kept tokens, for head, tail
+and prompt truncation, on every example; prompt truncation keeps the final reply; the writer agrees."""
 
 from __future__ import annotations
 
@@ -23,15 +24,39 @@ def cache(tiny_tokenizer, tmp_path_factory):
     return out
 
 
+def kept_positions(tok, chat, T, truncation) -> list[int]:
+    """Independent reference of the kept token positions, from the rendered messages' blocks."""
+    ids, _ = render_chat_sft(tok, chat)
+    n, W = len(ids), T + 1
+    if n <= W or truncation == "head":
+        return list(range(min(n, W)))
+    if truncation == "tail":
+        return list(range(n - W, n))
+    blocks, pos = [], 0  # (role, start, end) of every message: role token .. its eot
+    for m in chat:
+        size = len(tok.encode(m["content"])) + 2
+        blocks.append((m["role"], pos, pos + size))
+        pos += size
+    replies = [(a, b) for role, a, b in blocks if role == "assistant"]
+    a, b = replies[-1]
+    if b - a > W:
+        return list(range(a, a + W))  # the reply alone is too long: its head
+    room = W - (b - a)
+    if a <= room:
+        return list(range(b))  # the prompt fits: only messages after the reply are cut
+    h = min(room // 2, replies[0][0])
+    return list(range(h)) + list(range(a - (room - h), b))
+
+
 def expected_rows(tok, chats, T, truncation):
-    """Independent reference: cut the rendered example, pad with eot / -100, shift."""
+    """Independent reference: keep the reference positions, pad with eot / -100, shift."""
     rows = []
     for chat in chats:
         ids, labels = render_chat_sft(tok, chat)
-        w = min(len(ids), T + 1)
-        a = 0 if truncation == "head" else len(ids) - w
-        seq = ids[a : a + w] + [tok.eot_id] * (T + 1 - w)
-        lab = labels[a : a + w] + [-100] * (T + 1 - w)
+        keep = kept_positions(tok, chat, T, truncation)
+        pad = T + 1 - len(keep)
+        seq = [ids[p] for p in keep] + [tok.eot_id] * pad
+        lab = [labels[p] for p in keep] + [-100] * pad
         rows.append((seq[:-1], seq[1:], lab[1:]))
     return rows
 
@@ -42,7 +67,7 @@ def open_ds(cache, T, truncation="head", **kw):
     )
 
 
-@pytest.mark.parametrize("truncation", ["head", "tail"])
+@pytest.mark.parametrize("truncation", ["head", "tail", "prompt"])
 @pytest.mark.parametrize("T", [16, 64, 700])
 def test_y_masked_equals_shifted_render_labels_on_every_example(tiny_tokenizer, cache, T, truncation):
     ds = open_ds(cache, T, truncation)
@@ -53,10 +78,14 @@ def test_y_masked_equals_shifted_render_labels_on_every_example(tiny_tokenizer, 
     for k, i in enumerate(kept):
         ex, ey, eym = expected[i]
         assert x[k].tolist() == ex and y[k].tolist() == ey and ym[k].tolist() == eym, (i, T, truncation)
-    if T == 16:
+    if T == 16 and truncation != "prompt":
         assert ds.num_excluded > 0  # some long prompts leave no target in the first 17 tokens
-    if T == 700:
-        assert len(ds) == len(CHATS)
+    if T == 700 or truncation == "prompt":
+        assert len(ds) == len(CHATS)  # prompt truncation keeps every example's final reply
+    if T == 16 and truncation == "prompt":  # every shape of cut occurs
+        assert ds.cut["prompt"] > 0 and ds.cut["reply"] > 0
+        two = ds.segments.len2 > 0
+        assert two.any() and (~two & (ds.segments.cut == 1)).any()
 
 
 def test_some_examples_are_longer_than_T_and_multi_turn(tiny_tokenizer):
@@ -145,11 +174,58 @@ def test_no_sampleable_example_errors_clearly(tmp_path):
         ds.get_batch(B=2, generator=torch.Generator().manual_seed(0))
 
 
-@pytest.mark.parametrize("truncation", ["head", "tail"])
+@pytest.mark.parametrize("truncation", ["head", "tail", "prompt"])
 def test_writer_drops_exactly_what_the_dataset_would_exclude_at_T_max(tiny_tokenizer, cache, tmp_path, truncation):
     full = open_ds(cache, 16, truncation)
     meta = build_sft_cache(
         CHATS, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=16, truncation=truncation
     )
-    assert meta["num_dropped"]["train"] == full.num_excluded > 0
+    assert (
+        meta["num_dropped"]["train"]
+        == full.num_excluded
+        == (0 if truncation == "prompt" else meta["num_dropped"]["train"])
+    )
+    assert meta["splits"]["train"]["dropped"] == full.excluded and meta["splits"]["train"]["cut"] == full.cut
+    assert sum(full.cut.values()) == meta["splits"]["train"]["num_truncated"] > 0
     assert SFTExampleDataset.from_cache_dir(tmp_path, T=16).num_excluded == 0
+    if truncation != "prompt":
+        assert full.excluded["no_target_in_window"] > 0
+
+
+def test_a_long_context_costs_the_prompt_not_the_reply(tiny_tokenizer, tmp_path):
+    from niels_gpt.data.dolly import dolly_row_to_chat
+
+    context = " ".join(["the river passes the stone bridge and the old market"] * 60)  # far more than 65 tokens
+    row = {"instruction": "Summarize the passage.", "context": context, "response": "A river and a bridge."}
+    chats = [dolly_row_to_chat(row, 0), [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]]
+    head = build_sft_cache(chats, str(tmp_path / "h"), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=64)
+    assert head["splits"]["train"]["dropped"] == {"no_assistant_reply": 0, "no_target_in_window": 1}
+    meta = build_sft_cache(
+        chats, str(tmp_path / "p"), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=64, truncation="prompt"
+    )
+    assert meta["num_dropped"]["train"] == 0 and meta["splits"]["train"]["cut"] == {"prompt": 1, "reply": 0}
+    ds = SFTExampleDataset.from_cache_dir(tmp_path / "p", T=64)
+    x, y, ym = ds.rows([0])
+    text = tiny_tokenizer.decode([t for t in x[0].tolist() + y[0, -1:].tolist() if t > 4])
+    reply = tiny_tokenizer.encode("A river and a bridge.")
+    # the instruction and the start of the context, then the end of the context, then the whole reply
+    assert text.startswith("Summarize the passage.") and text.endswith("the old marketA river and a bridge.")
+    assert len(x[0]) == 64 and tiny_tokenizer.eot_id == y[0, -1]  # the window is full, up to the reply's eot
+    assert [t for t in ym[0].tolist() if t != -100] == reply + [tiny_tokenizer.eot_id]  # the whole reply is trained
+
+
+def test_a_split_left_empty_fails_unless_on_purpose(tiny_tokenizer, tmp_path):
+    one = [[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]]
+    with pytest.raises(ValueError) as e:  # one example cannot be split: val would hold none
+        build_sft_cache(one, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.1, seed=0, source="dolly15k")
+    assert str(e.value) == (
+        "dolly15k: the val split would hold 0 examples (examples read: 0, dropped: none; split by "
+        "sources.dolly15k.val_frac=0.1). To fix: raise sources.dolly15k.val_frac so val gets examples, or set "
+        "sources.dolly15k.val_frac: 0 to build without val on purpose"
+    )
+    assert not list(tmp_path.iterdir())  # nothing that looks complete (nothing at all) is left
+    meta = build_sft_cache(one, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, source="dolly15k")
+    assert meta["empty_splits"] == {"val": "val_frac is 0: built without val on purpose"}
+    ds = SFTExampleDataset.from_cache_dir(tmp_path, "val", T=8)
+    with pytest.raises(ValueError, match=r"val_tokens\.bin: this split is empty on purpose \(val_frac is 0"):
+        ds.get_batch(B=2, generator=torch.Generator().manual_seed(0))

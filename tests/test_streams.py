@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -53,6 +54,28 @@ def test_stream_builders_encode_utf8_and_join():
     assert build_wiki_stream(["a", "ü"], sep="\n\n") == "a\n\nü".encode()
     assert build_roam_stream(["x"], sep="|") == b"x"
     assert build_primer_stream("user: hi\n\n<dialogue>\n\n") == b"user: hi\n\n<dialogue>\n\n"
+
+
+def test_blank_documents_are_left_out_and_counted(inputs):
+    root = Path(inputs.roam_root)
+    for i, blank in enumerate(["", "   \n", "\ufeff\r\n\t\r\n"]):  # blank once normalized (BOM, CRLF)
+        (root / f"empty{i}.md").write_bytes(blank.encode())
+    primer = Path(inputs.primer_path)
+    primer.write_text(DELIM + "  " + DELIM + primer.read_text(encoding="utf-8") + DELIM, encoding="utf-8")
+    cfg = dataclasses.replace(inputs, roam_val_frac=0.3)
+    train, val = build_sources_from_docs(cfg, wiki_docs={**WIKI, "train": ["  ", *WIKI["train"], "\n"]})
+    assert train["wiki"] == "\n\n".join(WIKI["train"]).encode()
+    for source, sep in (("roam", "\n\n"), ("primer", DELIM), ("wiki", "\n\n")):
+        for data in (train[source], val[source]):
+            assert all(part.strip() for part in data.decode().split(sep))  # a separator never next to nothing
+    metas = {
+        (source, split): json.loads(Path(stream_paths(inputs.cache_dir, source, split)[1]).read_text())
+        for source in ("wiki", "roam", "primer")
+        for split in ("train", "val")
+    }
+    assert sum(m["skipped_blank"] for (s, _), m in metas.items() if s == "roam") == 3
+    assert (metas[("primer", "train")]["skipped_blank"], metas[("primer", "val")]["skipped_blank"]) == (3, 0)
+    assert (metas[("wiki", "train")]["skipped_blank"], metas[("wiki", "val")]["skipped_blank"]) == (2, 0)
 
 
 def test_build_sources_returns_every_stream_and_writes_cache(inputs):

@@ -24,6 +24,17 @@ def test_decode_encode_round_trips_exactly(tiny_tokenizer, text):
     assert tiny_tokenizer.decode(tiny_tokenizer.encode(text)) == text
 
 
+def test_piece_bytes_sum_to_the_decoded_length(tiny_tokenizer):
+    sizes = tiny_tokenizer.piece_bytes()
+    assert len(sizes) == tiny_tokenizer.vocab_size
+    assert all(sizes[i] == 0 for i in tiny_tokenizer.special_ids.values())
+    text = "  Tabs\tand\nnewlines, unseen 漢字 ß 🙂 and plain words the river.\n"
+    ids = tiny_tokenizer.encode(text)
+    assert sum(sizes[i] for i in ids) == len(text.encode("utf-8"))
+    with_specials = [tiny_tokenizer.usr_id, *ids, tiny_tokenizer.eot_id]
+    assert sum(sizes[i] for i in with_specials) == len(tiny_tokenizer.decode(with_specials).encode("utf-8"))
+
+
 def test_special_strings_in_text_encode_to_ordinary_pieces_only(tiny_tokenizer):
     specials = set(tiny_tokenizer.special_ids.values())
     for name, literal in SPECIAL_TOKENS.items():

@@ -3,7 +3,10 @@
 One small build (tiny tokenizer, small sample) is shared by the tests below; each test asserts
 what a user relies on: a second run has nothing to do, changing one value re-runs exactly the jobs
 that depend on it, editing one input file rebuilds only its artifacts, a deleted artifact comes
-back, and the caches are byte-identical whatever -j.
+back, and the caches are byte-identical whatever -j. The build reads the sample data as real corpora
+come: raw Project Gutenberg books (BOM, CRLF, license header and footer), Roam pages of both export
+shapes with awkward file names (a newline among them), fineweb files with and without `date`, oasst1
+files whose nested columns are structs or null; the caches it writes must be clean.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from niels_gpt import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -29,7 +36,15 @@ SMALL = {
     "sources": {
         "fineweb_edu": {"max_train_tokens": 60_000, "max_val_tokens": 4_000, "val_doc_prob": 0.1},
         "wikitext": {"max_train_tokens": 60_000},
-        "gutenberg": {"enabled": True, "max_train_tokens": 20_000, "max_val_tokens": 2_000, "val_doc_prob": 0.2},
+        "gutenberg": {  # the raw dataset: four books in the raw layout
+            "enabled": True,
+            "dataset_id": "manu/project_gutenberg",
+            "split": "en",
+            "demo_data_files": {"en": "data/sample/gutenberg_raw/*.parquet"},
+            "max_train_tokens": 20_000,
+            "max_val_tokens": 2_000,
+            "val_doc_prob": 0.5,
+        },
         "roam": {"demo_root": "notes"},
     },
     "pretrain": {"shard_bytes": 40_000},
@@ -49,18 +64,31 @@ def make_workdir(dest: Path) -> Path:
     for name in ("primer.jsonl", "primer.txt"):
         shutil.copy2(ROOT / "data" / name, dest / "data" / name)  # keep mtimes: stream metas record them
     shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
+    odd = dest / "notes" / "Two\nlines.md"  # a page title with a line break, as Roam allows
+    odd.write_text("- a page whose title has a line break\n", encoding="utf-8")
+    shutil.copystat(ROOT / "data" / "sample" / "roam" / "Appeals.md", odd)  # the streams' meta records mtimes
     (dest / "overrides.yaml").write_text(json.dumps(SMALL))
     return dest
 
 
-def snakemake(workdir: Path, *args: str, extra_config: dict | None = None) -> subprocess.CompletedProcess:
+# No network for anything the workflow starts: hub access off, and any other HTTP(S) request goes to a dead proxy.
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    **{k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")},
+}
+
+
+def snakemake(
+    workdir: Path, *args: str, extra_config: dict | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
     cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", *args]
     if extra_config:
         (workdir / "extra.yaml").write_text(json.dumps(extra_config))
         cmd[6:6] = ["extra.yaml"]  # after overrides.yaml: applied last
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(workdir / ".hf")}
+    env = {**os.environ, **OFFLINE, "HF_HOME": str(workdir / ".hf")}
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=900)
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         logs = "".join(f"\n--- {p}\n{p.read_text()[-3000:]}" for p in (workdir / "cache" / "logs").rglob("*.log"))
         pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}{logs}")
     return proc
@@ -113,6 +141,68 @@ def test_demo_build_produces_every_artifact(built):
     assert tok["vocab_size"] == 604
 
 
+def decoded_documents(cache: Path, tokenizer) -> dict[str, list[str]]:
+    """Every pretrain document (between eot ids) and SFT example of the cache, decoded, by artifact."""
+    import numpy as np
+
+    eot, out = tokenizer.eot_id, {}
+    for shard_dir in sorted((cache / "pretrain").glob("*/*")):
+        shards = sorted(shard_dir.glob("shard_*.bin"))
+        if shard_dir.name in ("train", "val") and shards:
+            tokens = np.concatenate([np.fromfile(p, dtype="<u2") for p in shards]).tolist()
+            docs, cur = [], []
+            for t in tokens:
+                if t == eot:
+                    docs.append(tokenizer.decode(cur))
+                    cur = []
+                else:
+                    cur.append(t)
+            out[f"pretrain/{shard_dir.parent.name}/{shard_dir.name}"] = docs + ([tokenizer.decode(cur)] if cur else [])
+    for tokens_bin in sorted((cache / "sft").glob("*/*_tokens.bin")):
+        tokens = np.fromfile(tokens_bin, dtype="<u2")
+        starts = np.append(np.load(str(tokens_bin).replace("_tokens.bin", "_idx.npy")), len(tokens))
+        out[f"sft/{tokens_bin.parent.name}/{tokens_bin.name}"] = [
+            tokenizer.decode([t for t in tokens[a:b].tolist() if t > 4]) for a, b in zip(starts[:-1], starts[1:])
+        ]
+    return out
+
+
+def test_demo_caches_hold_no_bom_no_carriage_return_no_boilerplate_no_blank_document(built):
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    cache = built / "cache"
+    docs = decoded_documents(cache, SentencePieceTokenizer(cache / "tokenizer" / "spm.model"))
+    streams = {p.name: p.read_bytes().decode("utf-8") for p in (cache / "streams").glob("*.bin")}
+    assert len(docs) == 14 and len(streams) == 6  # 4 pretrain x 2 splits, 3 SFT x 2 splits
+    for name, text in [(k, d) for k, ds in docs.items() for d in ds] + list(streams.items()):
+        assert "\ufeff" not in text and "\r" not in text, name
+    for name, ds in docs.items():
+        assert all(d.strip() for d in ds), f"{name}: a blank document"
+    boilerplate = (
+        "PROJECT GUTENBERG",
+        "Project Gutenberg",
+        "Release date:",
+        "SMALL PRINT",
+        "FULL LICENSE",
+        "Section 1.",
+    )
+    gutenberg = docs["pretrain/gutenberg/train"] + docs["pretrain/gutenberg/val"]
+    assert len(gutenberg) >= 3 and not any(b in d for d in gutenberg for b in boilerplate)
+    metas = {s: json.loads((cache / "pretrain" / s / "meta.json").read_text()) for s in ("gutenberg", "roam")}
+    # every book the loader read was stripped (the writer may stop before using the last one read ahead)
+    assert metas["gutenberg"]["cleaning"]["boilerplate_books_stripped"] == 4 >= metas["gutenberg"]["documents_seen"]
+    assert metas["roam"]["cleaning"]["skipped_blank"] == 2  # "Empty page" and "Untitled"
+    roam_files = metas["roam"]["provenance"]["files"]
+    assert "Two\nlines.md" in roam_files["train"] + roam_files["val"]
+    assert {" Leading space.md", "Projects/Harbour Survey/Budget.md"} <= set(roam_files["train"] + roam_files["val"])
+    fineweb = json.loads((cache / "pretrain" / "fineweb_edu" / "meta.json").read_text())
+    assert len(fineweb["provenance"]["stream"]["data_files"]) == 2  # with and without `date`
+    oasst1 = json.loads((cache / "sft" / "oasst1" / "meta.json").read_text())
+    assert len(oasst1["provenance"]["data_files"]) == 2 and oasst1["train_examples"] > 0  # struct and null columns
+    dolly = json.loads((cache / "sft" / "dolly15k" / "meta.json").read_text())
+    assert dolly["truncation"] == "prompt" and dolly["num_dropped"] == {"train": 0, "val": 0}
+
+
 def test_caches_are_byte_identical_at_any_j(built, tmp_path):
     # runs before the tests below edit inputs of `built`
     other = make_workdir(tmp_path / "j1")
@@ -131,17 +221,30 @@ def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenize
     assert "streams" not in jobs  # byte streams do not use the tokenizer
 
 
-def test_changing_a_budget_reruns_only_that_source(built):
+# The report jobs that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
+READS_PRETRAIN = {"report_pretrain": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+READS_SFT = {"report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+READS_STREAMS = {"report_streams": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+
+
+def test_changing_a_budget_reruns_only_that_source_and_the_report_jobs_reading_it(built):
     jobs = planned_jobs(built, extra_config={"sources": {"fineweb_edu": {"max_train_tokens": 50_000}}})
-    assert jobs == {"pretrain": 1, "all": 1}
+    assert jobs == {"pretrain": 1, **READS_PRETRAIN}
 
 
-def test_editing_the_primer_reruns_only_primer_sft(built):
+def test_report_settings_rerun_only_the_report_jobs_using_them(built):
+    mix = {"primer": 0.2, "oasst1": 0.6, "dolly15k": 0.2}
+    assert planned_jobs(built, extra_config={"sft": {"mix": mix}}) == {"report_sft": 1, "all": 1}
+    jobs = planned_jobs(built, extra_config={"leakage": {"max_fraction": 0.5}})
+    assert jobs == {"leakage": 1, "report_leakage": 1, "all": 1}
+
+
+def test_editing_the_primer_reruns_only_primer_sft_and_its_readers(built):
     path = built / "data" / "primer.jsonl"
     original = path.read_text()
     try:
         path.write_text(original.replace('"content": "', '"content": "Edited. ', 1))
-        assert planned_jobs(built) == {"sft": 1, "all": 1}
+        assert planned_jobs(built) == {"sft": 1, **READS_SFT}
     finally:
         path.write_text(original)
         os.utime(path, (0, 0))  # older than its outputs again
@@ -153,8 +256,21 @@ def test_editing_one_roam_note_rebuilds_roam_artifacts_only(built):
         f.write("\n- an edit\n")
     dry = snakemake(built, "-n", "cache/all").stdout
     assert set(re.findall(r"wildcards: source=(\w+)", dry)) == {"roam"}
-    assert planned_jobs(built) == {"pretrain": 1, "streams": 1, "all": 1}
+    assert planned_jobs(built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     snakemake(built, "-j2", "cache/all")
+    assert planned_jobs(built) == {}
+
+
+def test_editing_a_note_snakemake_cannot_name_reruns_its_jobs(built):
+    # "{curly}" in a path would be a wildcard: the note is tracked through a param (size, mtime) instead
+    note = built / "notes" / "It's {curly} [square] $dollar.md"
+    original, stat = note.read_bytes(), note.stat()
+    note.write_bytes(original + b"- an edit\n")
+    try:
+        assert planned_jobs(built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
+    finally:
+        note.write_bytes(original)
+        os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert planned_jobs(built) == {}
 
 
@@ -164,6 +280,42 @@ def test_deleted_artifact_is_rebuilt_by_cache_all(built):
     assert planned_jobs(built).get("sft") == 1
     snakemake(built, "-j2", "cache/all")
     assert victim.exists()
+
+
+def test_report_html_is_produced_offline_right_after_cache_all(built):
+    """`snakemake --report cache/report.html` (no target: cache/all's DAG) embeds every figure, offline."""
+    snakemake(built, "-j2", "cache/all")  # the tests above edited inputs: bring everything up to date first
+    proc = snakemake(built, "--report", "cache/report.html")
+    page = (built / "cache" / "report.html").read_text()
+    figures = [name for names in layout.REPORT_FIGURES.values() for name in names]
+    for name in figures:
+        assert f"Adding {name} " in proc.stderr + proc.stdout
+        if name.endswith(".svg"):
+            root = ET.parse(built / "cache" / "report" / name).getroot()
+            assert root.tag == "{http://www.w3.org/2000/svg}svg", name
+    for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage"):
+        assert f'"{category}"' in page
+    assert page.count('"caption": "<p>') == len(figures)  # every figure with its rules/report/*.rst caption
+    assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
+
+
+def test_a_configuration_with_an_empty_val_split_fails_with_the_message(built):
+    # few long books and a small val_doc_prob: no book goes to val
+    (built / "extra.yaml").write_text(json.dumps({"sources": {"gutenberg": {"val_doc_prob": 0.01}}}))
+    cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", "extra.yaml", "-j1"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(built / ".hf")}
+    proc = subprocess.run(
+        [*cmd, "cache/pretrain/gutenberg/meta.json"], cwd=built, capture_output=True, text=True, env=env
+    )
+    assert proc.returncode != 0
+    log = (built / "cache" / "logs" / "pretrain" / "gutenberg.log").read_text()
+    assert (
+        "error: gutenberg: the val split would hold 0 tokens (documents read: 4, blank: 0; split by "
+        "sources.gutenberg.val_doc_prob=0.01). To fix: raise sources.gutenberg.val_doc_prob so val gets documents, "
+        "or set sources.gutenberg.max_val_tokens: 0 to build without val on purpose"
+    ) in log
+    gutenberg = built / "cache" / "pretrain" / "gutenberg"
+    assert not (gutenberg / "meta.json").exists() and not list(gutenberg.rglob("shard_*"))
 
 
 def test_one_target_plans_only_what_it_needs(tmp_path):
@@ -209,3 +361,49 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     assert "build-pretrain --source gutenberg --part 1 --tokenizer" in out
     jobs = planned_jobs(fresh, "--config", "pretrain={num_parts: 3}", "sources={gutenberg: {enabled: false}}")
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (3, 1, 3)  # a disabled source: one job
+
+
+def _val(result: dict, name: str) -> dict:
+    return next(v for v in result["val_splits"] if v["name"] == name)
+
+
+def test_leakage_audit_names_a_planted_duplicate_and_the_gate_fails_on_it(built):
+    """Copy the longest wikitext val article into a roam note (train): the audit names it, far above the
+    demo's own overlap (generated text repeats phrases), and a gate below its share fails the run."""
+    from niels_gpt.data.roam import list_roam_paths, split_roam_paths
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    cache = built / "cache"
+    baseline = json.loads((cache / "report" / "leakage.json").read_text())
+    tok = SentencePieceTokenizer(cache / "tokenizer" / "spm.model")
+    val = np.concatenate([np.fromfile(p, dtype="<u2") for p in sorted((cache / "pretrain/wikitext/val").glob("*.bin"))])
+    docs = np.split(val, np.flatnonzero(val == tok.eot_id) + 1)
+    longest = max(range(len(docs)), key=lambda i: len(docs[i]))
+    article = tok.decode(docs[longest])
+    notes = built / "notes"
+    for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":  # a name (sorted position) the seeded split puts into train
+        planted = notes / f"{letter} planted article.md"
+        planted.write_text(article)
+        train, _ = split_roam_paths(list_roam_paths(notes), 0.1, 42)
+        if str(planted) in train:
+            break
+        planted.unlink()
+    else:
+        pytest.fail("no note name lands in the roam train split")
+    snakemake(built, "-j2", "cache/all")
+    result = json.loads((cache / "report" / "leakage.json").read_text())
+    wiki, before = _val(result, "pretrain/wikitext"), _val(baseline, "pretrain/wikitext")
+    top = wiki["top"][0]
+    assert (top["unit"], top["worst_train"]) == (longest, "pretrain/roam") and top["fraction"] > 0.95
+    assert wiki["fraction"]["pretrain/roam"] > 10 * max(before["fraction"]["pretrain/roam"], 1e-3)
+    stream_before = _val(baseline, "streams/wiki")["fraction"]["streams/roam"]
+    assert _val(result, "streams/wiki")["fraction"]["streams/roam"] > 10 * max(stream_before, 1e-3)
+
+    limit = round(wiki["fraction"]["pretrain/roam"] * 0.9, 4)
+    proc = snakemake(
+        built, "-j1", "cache/report/leakage.json", extra_config={"leakage": {"max_fraction": limit}}, check=False
+    )
+    assert proc.returncode != 0 and not (cache / "report" / "leakage.json").exists()
+    log = (cache / "logs" / "report" / "leakage.log").read_text()
+    assert "error: leakage gate: " in log and f"leakage.max_fraction = {100 * limit:g}%" in log
+    assert "pretrain/wikitext val in pretrain/roam train" in log and f"document {longest} (" in log

@@ -46,9 +46,11 @@ def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
     """cache/{tokenizer, pretrain/x (3+ shards, budget-cut), pretrain/off (not built), sft/y, streams/wiki_*}."""
     root = tmp_path / "cache"
     install_tokenizer(root, model_path, tokenizer)
+    loader_counts = {"boilerplate_books_stripped": 2, "boilerplate_chars_removed": 345}  # as gutenberg records them
     build_pretrain_cache(
-        iter(PRETRAIN_DOCS),
+        iter(["  \n", *PRETRAIN_DOCS[:5], "", *PRETRAIN_DOCS[5:]]),  # two blank documents, skipped
         str(root / "pretrain" / "x"),
+        provenance={"source": "x", "stream": {"cleaning": loader_counts}},
         tokenizer=tokenizer,
         max_train_tokens=2500,
         max_val_tokens=None,
@@ -66,7 +68,8 @@ def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
         seed=0,
         shard_bytes=2000,
     )
-    chats = [KNOWN_CHAT] + random_chats(30, seed=5)
+    long_prompt = [{"role": "user", "content": "the river " * 100}, {"role": "assistant", "content": "yes"}]
+    chats = [KNOWN_CHAT] + random_chats(30, seed=5) + [long_prompt] * 4  # head truncation at 64 drops these
     build_sft_cache(chats, str(root / "sft" / "y"), tokenizer=tokenizer, val_frac=0.2, seed=0, t_max=64, source="y")
     half = len(STREAM_TEXT) // 2
     for split, text in (("train", STREAM_TEXT[:half]), ("val", STREAM_TEXT[half:])):

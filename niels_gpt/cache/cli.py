@@ -2,8 +2,9 @@
 
 Build commands (the Snakemake rules call them; `build-all` runs them all in one process for users
 without Snakemake): build-tokenizer, build-pretrain, merge-pretrain, build-sft, build-sft-primer,
-build-streams, build-all. Read-only commands over a built cache: verify, info, inspect. Each stage
-package registers its own commands; configuration flags are explained in niels_gpt.command_line.
+build-streams, build-all. Read-only commands over a built cache: verify, info, inspect; the report's
+figures and the train/val leakage audit: report-figures, leakage. Each stage package registers its own
+commands; configuration flags are explained in niels_gpt.command_line.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from niels_gpt import build_all
 from niels_gpt.command_line import run_cli
 from niels_gpt.inspection import cli as inspection_cli
 from niels_gpt.pretrain import cli as pretrain_cli
+from niels_gpt.report import cli as report_cli
 from niels_gpt.sft import cli as sft_cli
 from niels_gpt.streams import cli as streams_cli
 from niels_gpt.tokenizer import cli as tokenizer_cli
 
-COMMAND_MODULES = (tokenizer_cli, pretrain_cli, sft_cli, streams_cli, build_all, inspection_cli)
+COMMAND_MODULES = (tokenizer_cli, pretrain_cli, sft_cli, streams_cli, build_all, inspection_cli, report_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

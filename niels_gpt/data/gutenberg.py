@@ -1,13 +1,30 @@
-"""Project Gutenberg books as pretrain text, streamed.
+"""Project Gutenberg books as pretrain text, streamed, with the license header and footer removed.
 
-Default `nikolina-p/gutenberg_clean_en_splits` (English, cleaned); `manu/project_gutenberg` works
-too (pass `dataset_id=` and its split, e.g. "en"). Same path as fineweb-edu: `hub.open_dataset`,
-buffer shuffle, `take`, `select_text_field`. One sample per row (a book or a part of one).
+Default `nikolina-p/gutenberg_clean_en_splits` (English, already cleaned); `manu/project_gutenberg`
+(raw books, columns id/text, splits by language, e.g. "en") works too: pass `dataset_id=` and its
+split. Same path as fineweb-edu: `hub.open_dataset`, buffer shuffle, `take`, `select_text_field`,
+normalization. One sample per row (a book or a part of one).
+
+Boilerplate (`strip_boilerplate=True`, the default): a raw book is its license header, a start
+marker, the book, an end marker and the license footer. `strip_gutenberg_boilerplate` keeps only the
+text between the markers; a book without markers (the cleaned dataset) passes through unchanged.
+Markers, matched case-insensitively at the start of a line:
+  start  `*** START OF THE PROJECT GUTENBERG EBOOK <title> ***`: THE or THIS, EBOOK or E-BOOK, the
+         title optional and possibly wrapped onto the next lines, spaces around the asterisks
+         optional; or the older header's last line `*END*THE SMALL PRINT! ...`
+  end    `*** END OF THE PROJECT GUTENBERG EBOOK <title> ***` (the same variants), or the line
+         `End of the Project Gutenberg EBook of ...` / `End of Project Gutenberg's ...` before it
+The book starts after the last start marker before the first end marker, and ends at that end marker;
+a book with only one of the two loses only that side. Blank lines at the start and whitespace at the end
+of what is kept are dropped. The provenance dict (when given) counts what was removed in
+`cleaning`: `boilerplate_books_stripped` and `boilerplate_chars_removed` (of the books read).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Optional
 
 from niels_gpt.data.text_fields import iter_hub_text_samples
@@ -16,6 +33,55 @@ from niels_gpt.data.types import PretrainSample
 DATASET_ID = "nikolina-p/gutenberg_clean_en_splits"
 SOURCE = "gutenberg"
 META_FIELDS = ("id", "title", "book_id")
+
+_BOOK = r"PROJECT[ \t]+GUTENBERG[ \t]+E-?BOOK\b"
+# A title wrapped over a few lines ends at the closing asterisks; without them the marker is one line.
+_START = re.compile(
+    rf"^[ \t]*\*{{3}}[ \t]*START[ \t]+OF[ \t]+(?:THE|THIS)[ \t]+{_BOOK}(?:[^*]{{0,400}}\*{{3}}[^\n]*|[^\n]*)$"
+    r"|^[ \t]*\*END\*?[ \t]*THE[ \t]+SMALL[ \t]+PRINT!.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_END = re.compile(
+    rf"^[ \t]*(?:\*{{3}}[ \t]*END[ \t]+OF[ \t]+(?:THE|THIS)[ \t]+{_BOOK}"
+    r"|END[ \t]+OF[ \t]+(?:THE[ \t]+|THIS[ \t]+)?PROJECT[ \t]+GUTENBERG\b)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+
+
+def book_span(text: str) -> tuple[int, int] | None:
+    """(start, stop) of the book between its markers (see the module docstring), None without markers."""
+    first = _START.search(text)
+    end = _END.search(text, first.end() if first else 0)
+    if first is None and end is None:
+        return None
+    stop = end.start() if end else len(text)
+    start = 0
+    for m in _START.finditer(text, 0, stop):
+        start = m.end()
+    return start, stop
+
+
+def strip_gutenberg_boilerplate(text: str) -> str:
+    """The book between the start and end markers, blank lines before and whitespace after it dropped;
+    `text` unchanged if it has no markers."""
+    span = book_span(text)
+    return text if span is None else _cut(text, span)
+
+
+def _cut(text: str, span: tuple[int, int]) -> str:
+    return _LEADING_BLANK_LINES.sub("", text[span[0] : span[1]]).rstrip()
+
+
+def _stripped(samples: Iterator[PretrainSample], counts: dict) -> Iterator[PretrainSample]:
+    for sample in samples:
+        span = book_span(sample.text)
+        if span is not None:
+            body = _cut(sample.text, span)
+            counts["boilerplate_books_stripped"] += 1
+            counts["boilerplate_chars_removed"] += len(sample.text) - len(body)
+            sample = replace(sample, text=body)
+        yield sample
 
 
 def iter_gutenberg(
@@ -33,10 +99,18 @@ def iter_gutenberg(
     provenance: Optional[dict] = None,
     num_parts: int = 1,
     part: int = 0,
+    strip_boilerplate: bool = True,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order."""
-    yield from iter_hub_text_samples(
+    samples = iter_hub_text_samples(
         dataset_id, config, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
         shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
         data_files=data_files, provenance=provenance, num_parts=num_parts, part=part,
     )
+    if not strip_boilerplate:
+        yield from samples
+        return
+    counts = {"boilerplate_books_stripped": 0, "boilerplate_chars_removed": 0}
+    if provenance is not None:
+        provenance["cleaning"] = counts  # filled while the books are read
+    yield from _stripped(samples, counts)

@@ -5,6 +5,8 @@
 `data_files={split: glob}` calls `datasets.load_dataset("parquet"|"json", data_files=, split=,
 streaming=)` instead (the builder follows the file extension). Either way the loader gets the same
 kind of object and applies the same row mapping, so the offline demo runs the real code path.
+Parquet files of one split that differ in shape (a column only some have, a nested column that is
+all-null in one file) are read with the union of their schemas (`unified_parquet_features`).
 
 `iter_rows` wraps iteration: the shuffle (`IterableDataset.shuffle(seed=, buffer_size=)` when
 streaming, `torch.randperm` under a seeded Generator over row indices otherwise), `take` (stops
@@ -114,6 +116,29 @@ def expand_data_files(pattern: str, *, split: str, dataset_id: str) -> list[str]
     return files
 
 
+def unified_parquet_features(files: list[str]):
+    """`datasets.Features` covering every file's columns, or None when all files share one schema.
+
+    Files of one split may differ in shape, as real exports do: a column only some files have
+    (fineweb-edu's `date`), or a nested column typed struct in one file and all-null in another
+    (oasst1's `emojis`, `labels`, `detoxify`). `datasets` casts every file to the first file's schema
+    and fails on such a mix; the union (pyarrow's permissive unification: a missing column or a null
+    type takes the other files' type) reads them all, missing values as None. Reads the footers only.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datasets import Features
+
+    schemas = [pq.read_schema(f).remove_metadata() for f in files]
+    if all(s.equals(schemas[0]) for s in schemas[1:]):
+        return None
+    try:
+        union = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise ValueError(f"{', '.join(files)}: the files' columns cannot be read as one table ({e})") from None
+    return Features.from_arrow_schema(union)
+
+
 def open_dataset(
     dataset_id: str,
     config: str | None = None,
@@ -144,7 +169,10 @@ def open_dataset(
             "data_files": [{"path": f, "sha256": sha256_file(f)} for f in files],
             "revision": None,
         })
-        return datasets.load_dataset(builders[0], data_files={split: files}, split=split, streaming=streaming)
+        features = unified_parquet_features(files) if builders[0] == "parquet" else None
+        return datasets.load_dataset(
+            builders[0], data_files={split: files}, split=split, streaming=streaming, features=features
+        )
     prov.update({"local": False, "revision_requested": revision, "revision": None})
     try:
         ds = datasets.load_dataset(dataset_id, config, split=split, streaming=streaming, revision=revision)

@@ -21,7 +21,7 @@ import json
 import os
 from pathlib import Path
 
-from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.normalize import is_blank, normalize_text
 from niels_gpt.data.types import ROLES, ChatMessage, ChatSample
 
 SOURCE = "primer"
@@ -114,18 +114,23 @@ def load_primer_text(path: str | os.PathLike) -> str:
         raise PrimerFormatError(f"{path}:{line}: not UTF-8 (byte {e.start} of the file: {e.reason})") from None
 
 
+def dialogue_blocks(text: str, delimiter: str = DEFAULT_DELIMITER) -> list[str]:
+    """The text split on `delimiter`, every block (blank ones included)."""
+    if not delimiter:
+        raise ValueError("primer delimiter must be a non-empty string (sources.primer.delimiter)")
+    return text.split(delimiter)
+
+
 def split_primer_dialogues(
     text: str, val_frac: float, seed: int, delimiter: str = DEFAULT_DELIMITER
 ) -> tuple[str, str]:
     """(train_text, val_text): dialogues split on `delimiter`, held out whole, rejoined with it.
 
-    Blocks that are empty or whitespace-only (e.g. before a leading delimiter) are dropped; the
-    order of dialogues within each side is the file order.
+    Blank blocks (`normalize.is_blank`: e.g. before a leading delimiter) are not dialogues: they are
+    dropped before the split; the order of dialogues within each side is the file order.
     """
     from niels_gpt.splits import split_items
 
-    if not delimiter:
-        raise ValueError("primer delimiter must be a non-empty string (sources.primer.delimiter)")
-    blocks = [b for b in text.split(delimiter) if b.strip()]
+    blocks = [b for b in dialogue_blocks(text, delimiter) if not is_blank(b)]
     train, val = split_items(blocks, val_frac, seed)
     return delimiter.join(train), delimiter.join(val)

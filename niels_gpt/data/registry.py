@@ -93,7 +93,7 @@ def _stream(cfg: dict, source: str, prov: dict, num_parts: int = 1, part: int = 
         return iter_fineweb_edu(name=s["config"], **common)
     from niels_gpt.data.gutenberg import iter_gutenberg
 
-    return iter_gutenberg(config=s["config"], **common)
+    return iter_gutenberg(config=s["config"], strip_boilerplate=s["strip_boilerplate"], **common)
 
 
 def _wikitext_articles(cfg: dict, split_key: str, prov: dict) -> Iterator:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from niels_gpt.data.hub import iter_rows, open_dataset
-from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.normalize import is_blank, normalize_text
 from niels_gpt.data.text_fields import select_text_field
 from niels_gpt.data.types import PretrainSample
 
@@ -46,7 +46,7 @@ def _lines(dataset_id, config, split, revision, data_files, provenance, take) ->
         if text.endswith("\n"):
             text = text[:-1]
         text = normalize_text(text)
-        if text.strip():
+        if not is_blank(text):
             n += 1
             yield index, text
 

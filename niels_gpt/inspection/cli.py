@@ -1,7 +1,7 @@
 """`verify`, `info` and `inspect`: the read-only commands over a built cache.
 
     python -m niels_gpt.cache.cli verify [CACHE_DIR | ARTIFACT] [--quick] [--tokenizer spm.model]
-    python -m niels_gpt.cache.cli info [CACHE_DIR | ARTIFACT]
+    python -m niels_gpt.cache.cli info [CACHE_DIR | ARTIFACT] [--json]
     python -m niels_gpt.cache.cli inspect PATH [--n 3] [--seed 0] [--split train] [--example I]
 
 The path defaults to `cache_dir` of config.yaml; the tokenizer to `{cache}/tokenizer/spm.model`.
@@ -62,6 +62,7 @@ def register(sub) -> None:
     p = sub.add_parser("info", help=INFO_DOC, description=INFO_DOC)
     _path_arg(p, "cache root, a family folder or one artifact")
     _tokenizer_arg(p)
+    p.add_argument("--json", action="store_true", help="print the same numbers as one JSON document")
     p.set_defaults(func=run_info)
 
     p = sub.add_parser("inspect", help=INSPECT_DOC, description=INSPECT_DOC)
@@ -118,11 +119,12 @@ def run_verify(args) -> int:
 
 
 def run_info(args) -> int:
-    from niels_gpt.inspection.info import collect_info, format_info
+    from niels_gpt.inspection.info import collect_info, info_json
+    from niels_gpt.inspection.info_tables import format_info
 
     with _bytes_bar("info") as bar:
         rows, current, tok_path = collect_info(_default_path(args), tokenizer_path=args.tokenizer, on_bytes=bar.update)
-    print(format_info(rows, current, tok_path))
+    print((info_json if args.json else format_info)(rows, current, tok_path))
     return 0
 
 

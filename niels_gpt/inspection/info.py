@@ -1,4 +1,4 @@
-"""`info`: what every cache holds, measured from the files, as three tables.
+"""`info`: what every cache holds, as rows that info_tables.py prints as four tables.
 
 1. every artifact and split: built or not, tokens, documents / examples, bytes, files, the short sha256
    of the tokenizer it was built with (marked `!=` when it differs from the tokenizer in use);
@@ -6,16 +6,22 @@
    split or right after another eot: the reference pipeline's "double EOS" bug indicator), mean
    document length, vocab coverage (share of ids seen, counted on at most COVERAGE_SAMPLE_TOKENS spread
    over the split);
-3. SFT: examples, share of loss-active (label) tokens, longest example, examples longer than the
-   T_max+1 window the dataset keeps (they are cut, head or tail per meta.json).
-Counts come from one streaming pass over each file (token_scan.py), not from meta.json, so info also
-shows what a damaged cache holds; `verify` is the tool that compares the two.
+3. SFT: examples, share of loss-active (label) tokens, longest example, examples the dataset cuts to
+   T_max+1 tokens by reason (sft/windows.py, with meta.json's truncation) and examples dropped at build
+   time by reason (from meta.json: they are not in the files);
+4. cleaning, per cache and byte stream, from meta.json (what was removed is not in the files): blank
+   documents skipped, Project Gutenberg boilerplate stripped (books, characters), splits left empty
+   on purpose.
+Other counts come from one streaming pass over each file (scan.py), not from meta.json, so info
+also shows what a damaged cache holds; `verify` is the tool that compares the two. `info --json`
+prints the same rows as JSON (`info_json`).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +31,10 @@ from niels_gpt.hashing import sha256_file
 from niels_gpt.inspection.scan import example_blocks, example_lengths, scan_tokens
 from niels_gpt.inspection.tree import Artifact, default_tokenizer_path, find_artifacts
 from niels_gpt.layout import SPLITS, TOKENIZER_MODEL, sft_offsets_name, sft_tokens_name
+from niels_gpt.sft.windows import CUT_REASONS, kept_segments, reason_counts
 from niels_gpt.token_files import list_shards, open_tokens, token_count
 
 COVERAGE_SAMPLE_TOKENS = 1 << 24  # 16.8M ids counted for coverage: well past saturation for a 16k vocab
-SHA_SHOWN = 8  # hex digits of a tokenizer sha256 in the table
 
 
 @dataclass
@@ -46,14 +52,6 @@ class SplitInfo:
     tokenizer_sha: str | None = None
     extra: dict = field(default_factory=dict)
     note: str = ""  # why it is not built / not readable, printed under the table
-
-
-def human_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1000
-    return str(n)
 
 
 def _pretrain(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
@@ -85,6 +83,7 @@ def _pretrain(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
                 last, after_eot = s.last_token, s.last_token == eot
         docs = n_eot + int(last is not None and last != eot)
         extra = {"documents": docs, "empty": n_empty, "mean_len": total / docs if docs else None}
+        extra["cleaning"] = {**(meta.get("cleaning") or {}), "empty_splits": meta.get("empty_splits") or {}}
         if counts is not None and vocab:
             extra.update(coverage=float(np.count_nonzero(counts[:vocab])) / vocab, sampled=sampled, total=total)
         rows.append(
@@ -103,27 +102,42 @@ def _pretrain(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
     return rows
 
 
+def _labels_and_cuts(tokens, offsets, special: dict, t_max: int | None, truncation: str) -> tuple[int, dict]:
+    """Loss-active tokens of a split and its examples cut to T_max+1 by reason, block by block."""
+    labels, cut = 0, dict.fromkeys(CUT_REASONS[truncation], 0)
+    for lo, hi, starts in example_blocks(offsets, len(tokens)):
+        mask = loss_mask_from_tokens(tokens[lo:hi], special, example_starts=starts)
+        labels += int(mask.sum())
+        if t_max:
+            lengths = np.diff(np.append(starts, hi - lo))
+            for reason, n in reason_counts(
+                kept_segments(mask, starts, lengths, t_max, truncation).cut, tuple(cut)
+            ).items():
+                cut[reason] += n
+    return labels, cut
+
+
 def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
     special, t_max = meta.get("special_token_ids") or {}, meta.get("T_max")
+    truncation = meta.get("truncation", "head")
     rows = []
     for split in SPLITS:
         tok_path, idx_path = art.path / sft_tokens_name(split), art.path / sft_offsets_name(split)
         tokens = open_tokens(tok_path)
         offsets = np.load(idx_path, mmap_mode="r", allow_pickle=False)
         lengths = example_lengths(offsets, len(tokens))
-        labels = sum(
-            int(loss_mask_from_tokens(tokens[lo:hi], special, example_starts=st).sum())
-            for lo, hi, st in example_blocks(offsets, len(tokens))
-        )
+        labels, cut = _labels_and_cuts(tokens, offsets, special, t_max, truncation)
         if on_bytes is not None:
             on_bytes(tok_path.stat().st_size)
         extra = {
             "label_share": labels / len(tokens) if len(tokens) else None,
             "labels": labels,
             "longest": int(lengths.max()) if len(lengths) else 0,
-            "over": int((lengths > t_max + 1).sum()) if t_max else None,
+            "cut": cut if t_max else None,
+            "dropped": ((meta.get("splits") or {}).get(split) or {}).get("dropped"),
             "t_max": t_max,
-            "truncation": meta.get("truncation"),
+            "truncation": truncation,
+            "cleaning": {"empty_splits": meta.get("empty_splits") or {}},
         }
         rows.append(
             SplitInfo(
@@ -143,9 +157,9 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
 
 def _stream(art: Artifact, meta: dict) -> list[SplitInfo]:
     units = meta.get("n_docs", len(meta["files"]) if isinstance(meta.get("files"), list) else None)
-    return [
-        SplitInfo(art.name, "stream", meta.get("split", "?"), units=units, files=1, n_bytes=art.path.stat().st_size)
-    ]
+    size = art.path.stat().st_size
+    extra = {"cleaning": {"skipped_blank": meta.get("skipped_blank")}}
+    return [SplitInfo(art.name, "stream", meta.get("split", "?"), units=units, files=1, n_bytes=size, extra=extra)]
 
 
 def artifact_info(art: Artifact, on_bytes=None) -> list[SplitInfo]:
@@ -194,93 +208,11 @@ def collect_info(
     return rows, current, tok_path
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    left = {0, 1}  # artifact and split columns read left to right; figures align right
-
-    def line(cells):
-        return "  ".join(
-            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
-
-
-def _n(v) -> str:
-    return "-" if v is None else f"{v:,}"
-
-
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-UNITS = {"pretrain": "docs", "sft": "examples", "stream": "docs", "tokenizer": "ids"}
-
-
-def _overview(rows: list[SplitInfo], current: str | None) -> list[str]:
-    def sha(r: SplitInfo) -> str:
-        if not r.tokenizer_sha:
-            return "-"
-        mark = " !=" if current and r.kind != "tokenizer" and r.tokenizer_sha != current else ""
-        return r.tokenizer_sha[:SHA_SHOWN] + mark
-
-    def units(r: SplitInfo) -> str:
-        return f"{_n(r.units)} {UNITS[r.kind]}" if r.units is not None else "-"
-
-    headers = ["artifact", "split", "built", "tokens", "docs/examples", "bytes", "files", "tokenizer"]
-    cells = [
-        [r.artifact, r.split, r.built, _n(r.tokens), units(r), human_bytes(r.n_bytes), str(r.files), sha(r)]
-        for r in rows
-    ]
-    return _table(headers, cells)
-
-
-def _pretrain_table(rows: list[SplitInfo]) -> list[str]:
-    def coverage(e: dict) -> str:
-        sampled = "" if e.get("sampled", 0) >= e.get("total", 0) else f" (sample of {e['sampled']:,})"
-        return _pct(e.get("coverage")) + sampled
-
-    headers = ["artifact", "split", "documents", "empty docs (double eot)", "mean doc len", "vocab coverage"]
-    cells = [
-        [
-            r.artifact,
-            r.split,
-            _n(r.extra["documents"]),
-            _n(r.extra["empty"]),
-            "-" if r.extra["mean_len"] is None else f"{r.extra['mean_len']:,.1f}",
-            coverage(r.extra),
-        ]
-        for r in rows
-    ]
-    return _table(headers, cells)
-
-
-def _sft_table(rows: list[SplitInfo]) -> list[str]:
-    headers = ["artifact", "split", "examples", "label tokens", "longest", "> T_max+1 (cut)"]
-    cells = [
-        [
-            r.artifact,
-            r.split,
-            _n(r.units),
-            f"{_n(r.extra['labels'])} ({_pct(r.extra['label_share'])})",
-            _n(r.extra["longest"]),
-            f"{_n(r.extra['over'])} (T_max {_n(r.extra['t_max'])}, {r.extra['truncation']})",
-        ]
-        for r in rows
-    ]
-    return _table(headers, cells)
-
-
-def format_info(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
-    """The overview table, notes, then the pretrain and SFT tables (see the module docstring)."""
-    out = _overview(rows, current)
-    out += [f"{r.artifact}: {r.note}" for r in rows if r.note]
-    if current:
-        out.append(f"tokenizer in use: {tok_path} (sha256 {current[:SHA_SHOWN]}); '!=' marks caches built with another")
-    pre = [r for r in rows if r.kind == "pretrain" and "documents" in r.extra]
-    if pre:
-        out += ["", "pretrain", *_pretrain_table(pre)]
-    sft = [r for r in rows if r.kind == "sft" and "labels" in r.extra]
-    if sft:
-        out += ["", "sft", *_sft_table(sft)]
-    return "\n".join(out)
+def info_json(rows: list[SplitInfo], current: str | None, tok_path: Path | None) -> str:
+    """The same rows as `format_info`, machine-readable: {"tokenizer": {"path", "sha256"}, "rows": [every
+    SplitInfo field, `extra` included]}; unknown values are null."""
+    doc = {
+        "tokenizer": {"path": None if tok_path is None else str(tok_path), "sha256": current},
+        "rows": [asdict(r) for r in rows],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True)

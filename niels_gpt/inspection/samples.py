@@ -24,6 +24,7 @@ from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.inspection.tree import Artifact, default_tokenizer_path, find_artifacts
 from niels_gpt.layout import SPLITS, sft_offsets_name, sft_tokens_name
+from niels_gpt.sft.windows import kept_segments
 from niels_gpt.token_files import list_shards, open_tokens
 
 ACTIVE_OPEN, ACTIVE_CLOSE = "[[", "]]"
@@ -108,8 +109,10 @@ def inspect_sft(
         mask = loss_mask_from_tokens(ids, special, example_starts=[0])
         head = f"--- [{k}] example {i:,} of {count:,}: {len(ids):,} tokens, {int(mask.sum()):,} loss-active"
         if t_max and len(ids) > t_max + 1:
-            end = "first" if trunc == "head" else "last"
-            head += f"; longer than T_max+1 = {t_max + 1:,}: the dataset keeps the {end} {t_max + 1:,} ({trunc})"
+            seg = kept_segments(mask, [0], [len(ids)], t_max, trunc)
+            kept = [(int(lo[0]), int(lo[0] + n[0])) for lo, n in ((seg.lo1, seg.len1), (seg.lo2, seg.len2)) if n[0]]
+            spans = " and ".join(f"{a:,}..{b:,}" for a, b in kept)
+            head += f"; longer than T_max+1 = {t_max + 1:,}: the dataset keeps tokens {spans} ({trunc})"
         out += ["", head, render_example(tokenizer, ids, mask, color=color)]
     return out
 

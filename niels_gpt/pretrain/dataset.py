@@ -1,4 +1,4 @@
-"""Random (B, T) windows from a pretrain split's uint16 shards, memory-mapped.
+"""(B, T) windows from a pretrain split's uint16 shards, memory-mapped: random, or every window once.
 
 `PretrainTokenStreamDataset("cache/pretrain/fineweb_edu/train", T=1024, device="cpu")` maps every
 `shard_*.bin` once (read-only np.memmap: a batch reads only the pages its windows touch, never a whole
@@ -11,9 +11,15 @@ shards are numbered one after the other. One draw from the caller's torch.Genera
   torch.randint(0, total valid starts, (B,))  -> the window of each row; its shard and start follow
   (np.searchsorted over the shards' cumulative start counts). That is exactly "pick a shard in
   proportion to its number of windows, then a uniform start in it", with no modulo bias.
-Rows are gathered with one vectorized numpy index per shard of a sliding-window view of its map
-(rows grouped by shard with a stable sort, put back in draw order with one permutation), and x and
-y are cut from them and converted to int64 in one numpy cast (x and y come out contiguous).
+Rows are gathered with one vectorized numpy index per shard of a sliding-window view of its map,
+and x and y are cut from them and converted to int64 in one numpy cast (niels_gpt.token_windows).
+
+Epoch mode (MixedLoader(mode="epoch")) reads the dataset as a sequence of items instead:
+`len(ds)` windows of T+1 tokens at stride T that tile each usable shard (token_windows.StrideTiling;
+`epoch_dropped_tokens` counts the tokens in no window: each shard's tail shorter than T+1, and shards
+shorter than T+1), and `ds.rows(ids)` returns the (x, y) numpy int64 arrays of windows `ids`.
+`identity` names the data for a resumed loader's check: a digest of the shard list of meta.json
+(file, tokens, sha256 of every shard), or of the shard names and sizes when there is no meta.json.
 
 Guards: the parent directory's meta.json (when present) must say `built: true` and list exactly the
 shards on disk; given a tokenizer, the cache's `tokenizer_sha256` must equal the tokenizer's. Several
@@ -29,8 +35,10 @@ import numpy as np
 import torch
 
 from niels_gpt.cache.meta import read_meta
+from niels_gpt.hashing import sha256_json
 from niels_gpt.layout import META
 from niels_gpt.token_files import list_shards, open_tokens
+from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
 
 def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | None:
@@ -67,7 +75,7 @@ def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | 
 
 
 class PretrainTokenStreamDataset:
-    """Uniformly random T-token windows (x, y) over every shard of one split."""
+    """T-token windows (x, y) over every shard of one split: uniformly random, or as stride-T items."""
 
     def __init__(self, shards_dir: str | os.PathLike, *, T: int, device: str | torch.device = "cpu", tokenizer=None):
         if not isinstance(T, int) or T < 1:
@@ -77,6 +85,12 @@ class PretrainTokenStreamDataset:
         self.device = torch.device(device)
         self.shard_paths = list_shards(self.shards_dir)
         self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
+        on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self.shards_dir.name)
+        if not self.shard_paths and on_purpose:
+            raise ValueError(
+                f"{self.shards_dir}: this split is empty on purpose ({on_purpose}, see "
+                f"{self.shards_dir.parent}/meta.json); give its budget a value above 0 and rebuild to read it"
+            )
         if not self.shard_paths and self.meta is not None:
             raise ValueError(
                 f"{self.shards_dir}: this split of the cache holds 0 tokens (see {self.shards_dir.parent}/meta.json); "
@@ -104,6 +118,9 @@ class PretrainTokenStreamDataset:
         self._first_window = np.cumsum(self._n_starts) - self._n_starts  # global number of each shard's start 0
         # (n - T, T + 1) views: row s is tokens[s : s + T + 1]; indexing reads only the rows asked for
         self._windows = [np.lib.stride_tricks.sliding_window_view(self.maps[i], T + 1) for i in usable]
+        self._tiling = StrideTiling([self.shard_tokens[i] for i in usable], T)
+        too_short = self.n_tokens - sum(self.shard_tokens[i] for i in usable)
+        self.epoch_dropped_tokens = self._tiling.dropped_tokens + too_short  # tokens in no stride-T window
 
     def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
@@ -116,32 +133,32 @@ class PretrainTokenStreamDataset:
         if B < 1:
             raise ValueError(f"B must be >= 1, got {B}")
         shard, start = self.draw_windows(B, generator)
-        windows = self._windows
-        if len(windows) == 1:
-            rows = windows[0][start]
-        else:
-            order = np.argsort(shard, kind="stable")
-            grouped = np.empty((B, self.T + 1), dtype=self.maps[0].dtype)
-            end = 0
-            for k, count in enumerate(np.bincount(shard, minlength=len(windows)).tolist()):
-                if count:
-                    picked = order[end : end + count]
-                    grouped[end : end + count] = windows[k][start[picked]]  # one vectorized gather per shard
-                    end += count
-            rows = np.empty_like(grouped)
-            rows[order] = grouped
-        # x and y: two overlapping (B, T) views of the rows, cut and cast to int64 in one copy
-        item = rows.itemsize
-        xy = np.ndarray((2, B, self.T), rows.dtype, rows, 0, (item, (self.T + 1) * item, item)).astype(
-            np.int64, order="C"
-        )
-        x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
+        x, y = (torch.from_numpy(a) for a in split_xy(gather_rows(self._windows, shard, start)))
         if self.device.type != "cpu":
             x, y = x.to(self.device), y.to(self.device)
         return x, y
 
+    # -- epoch mode: the stride-T windows as items ----------------------------------------------
+    def __len__(self) -> int:
+        """Stride-T windows of T+1 tokens over the usable shards (the items of an epoch)."""
+        return self._tiling.num_windows
+
+    def rows(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y): C-contiguous int64 numpy arrays (len(ids), T) of stride-T windows `ids` (0..len-1)."""
+        shard, start = self._tiling.locate(ids)
+        return split_xy(gather_rows(self._windows, shard, start))
+
+    @property
+    def identity(self) -> str:
+        """Digest of what this split holds: meta.json's shard list (with sha256s), else names and sizes."""
+        listed = ((self.meta or {}).get("shards") or {}).get(self.shards_dir.name)
+        if listed is None:
+            listed = [[p.name, n] for p, n in zip(self.shard_paths, self.shard_tokens)]
+        return sha256_json({"pretrain_shards": listed})
+
     def __repr__(self) -> str:
         return (
             f"PretrainTokenStreamDataset({str(self.shards_dir)!r}, T={self.T}, {self.n_tokens:,} tokens in "
-            f"{len(self.maps)} shard(s), {self.num_windows:,} windows)"
+            f"{len(self.maps)} shard(s), {self.num_windows:,} windows; epoch: {len(self):,} stride-T windows, "
+            f"{self.epoch_dropped_tokens:,} tokens in none)"
         )

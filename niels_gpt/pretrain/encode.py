@@ -6,7 +6,9 @@ process (tokenizer/workers.py): the worker encodes the texts, flattens them to o
 the eot id after every non-empty document, and returns it with the documents' token counts (eot not
 counted); the caller receives `(flat, lens)` per batch, in input order, and only writes. Output is
 identical for any batch size or worker count: documents are encoded independently and come back in
-input order.
+input order. A blank document (empty or whitespace-only,
+`data.normalize.is_blank`) is encoded as no tokens and gets no eot: the writers see its length 0,
+skip it and count it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
+from niels_gpt.data.normalize import is_blank
 from niels_gpt.token_files import pack_tokens
 from niels_gpt.tokenizer.workers import EncodeWorkers
 
@@ -34,14 +37,15 @@ def text_of(item) -> str:
 
 
 def text_batches(texts: Iterable, wanted_chars: Callable[[], float]) -> Iterator[list[str]]:
-    """Lists of texts of at most BATCH_DOCS docs / ~min(BATCH_CHARS, wanted_chars()) chars (>= 1 doc)."""
+    """Lists of texts of at most BATCH_DOCS docs / ~min(BATCH_CHARS, wanted_chars()) chars (>= 1 doc);
+    a blank text is replaced by "" (encoded as no tokens)."""
     it = iter(texts)
     while True:
         cap = min(BATCH_CHARS, wanted_chars())
         batch, chars = [], 0
         for item in it:
             text = text_of(item)
-            batch.append(text)
+            batch.append("" if is_blank(text) else text)
             chars += len(text)
             if len(batch) >= BATCH_DOCS or chars >= cap:
                 break

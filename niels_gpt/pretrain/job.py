@@ -57,6 +57,15 @@ def summary_lines(meta: dict) -> list[str]:
     return lines
 
 
+def split_setting(source: str, scfg: dict) -> str:
+    """The config value that decides which documents go to val (named when a split would be empty)."""
+    if source in registry.STREAMED_SOURCES:
+        return f"sources.{source}.val_doc_prob={scfg['val_doc_prob']}"
+    if source == "wikitext":
+        return f"sources.wikitext.val_split={scfg['val_split']!r}"
+    return f"sources.{source}.val_frac={scfg['val_frac']}"
+
+
 def _budget_text(budgets: tuple[int | None, int | None]) -> str:
     return ", ".join(f"{split} {'all' if b is None else format(b, ',')}" for split, b in zip(SPLITS, budgets))
 
@@ -119,13 +128,18 @@ def build_pretrain_source(
         shuffle_buffer=scfg.get("shuffle_buffer"),
         provenance=provenance,
         num_threads=num_threads,
+        split_setting=split_setting(source, scfg),
         **dataset,
     )
     origin = "the bundled sample data (demo)" if cfg["demo"] else dataset["dataset_name"]
     streaming = ", streaming" if provenance.get("streaming") else ""
     log(f"{what}: reading {origin} ({inp.kind}{streaming}); budgets: {_budget_text(budgets)} tokens")
     if inp.kind == "stream":
-        meta = build_pretrain_cache(inp.stream, out_dir, val_doc_prob=scfg["val_doc_prob"], **common)
+        # a part may hold no val on its own; the merge checks the whole source
+        check_empty = num_parts == 1
+        meta = build_pretrain_cache(
+            inp.stream, out_dir, val_doc_prob=scfg["val_doc_prob"], check_empty=check_empty, **common
+        )
     else:
         meta = build_pretrain_cache_presplit(inp.train, inp.val, out_dir, **common)
     for line in summary_lines(meta):

@@ -25,8 +25,10 @@ must match its part's meta.json. A part whose split ends in a budget-cut documen
 by a later part's tokens gets eot in place of that document's last token, so documents stay eot-separated
 and totals stay exact (`part_boundary_cuts` counts them). Same parts => byte-identical merge.
 Merged meta: the usual fields (verify passes), `seed` = the config seed, the whole budgets, `split_rule`
-naming the parts, `num_parts`, and `parts`: [{index, train_tokens, val_tokens, train_documents,
-val_documents, max_train_tokens, max_val_tokens, meta_sha256}].
+naming the parts, `cleaning` and `documents_seen` added up over the parts, `num_parts`, and `parts`:
+[{index, train_tokens, val_tokens, train_documents, val_documents, max_train_tokens, max_val_tokens,
+meta_sha256}]. A part may hold no val tokens on its own; the merge fails, like a one-job build, when the
+whole source would hold none (record.check_splits_filled).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import numpy as np
 from niels_gpt.cache.meta import read_meta, write_meta
 from niels_gpt.hashing import sha256_file
 from niels_gpt.layout import META, SPLITS, part_name
+from niels_gpt.pretrain.record import ON_PURPOSE, add_counts, check_splits_filled
 from niels_gpt.pretrain.shards import ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.sampling import derive_seed
 from niels_gpt.token_files import TOKEN_DTYPE
@@ -209,6 +212,8 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
         split_rule=PARTS_SPLIT_RULE.format(n=n, last=n - 1, rule=rule),
         num_parts=n,
         documents_seen=sum(m.get("documents_seen", 0) for m in metas),
+        cleaning=add_counts(m.get("cleaning") for m in metas),
+        empty_splits={s: ON_PURPOSE.format(split=s) for s in SPLITS if rec[f"max_{s}_tokens"] == 0},
         part_boundary_cuts=cuts,
         parts=[
             {
@@ -226,6 +231,22 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
         provenance=prov,
     )
     return meta
+
+
+def _check_merged(writers: dict, metas: list[dict]) -> None:
+    """The whole source must fill every split whose budget is not 0 (a part alone may hold no val)."""
+    first, rec = metas[0], metas[0]["provenance"]["part"]
+    source = first["provenance"].get("source") or first.get("dataset_name")
+    seen = sum(m.get("documents_seen", 0) for m in metas)
+    blank = add_counts(m.get("cleaning") for m in metas).get("skipped_blank", 0)
+    check_splits_filled(
+        {split: w.n_tokens for split, w in writers.items()},
+        {split: rec[f"max_{split}_tokens"] for split in SPLITS},
+        source=source,
+        read=dict.fromkeys(SPLITS, seen),
+        blank=dict.fromkeys(SPLITS, blank),
+        split_setting=f"sources.{source}.val_doc_prob={first.get('val_doc_prob')}",
+    )
 
 
 def shortfalls(meta: dict) -> list[str]:
@@ -276,6 +297,7 @@ def merge_pretrain_parts(
         with tqdm(total=total, desc=f"merge {out}", unit="tok", unit_scale=True, disable=None) as bar:
             for split, w in writers.items():
                 cuts[split] = _copy_split(w, parts_dir, metas, split, eot, bar)
+        _check_merged(writers, metas)
         return {}
 
     written = run_writers(writers, fill)

@@ -5,9 +5,19 @@ On disk (`out_dir`):
       shard_bytes // 2 tokens except the last of its split; a document may continue in the next shard
   meta.json   meta.REQUIRED_PRETRAIN + every shard's file, token count and sha256,
       the split rule, budgets, provenance (dataset id/config/revision, streaming), `built: true`
-Every non-empty document is followed by the eot id; empty documents are skipped. Budgets are exact:
-`{split}_tokens == min(max_{split}_tokens, available)` (None = unlimited); the document that crosses a
-budget is cut there (so it has no eot). Reading stops once both budgets are full.
+Every non-blank document is followed by the eot id; blank documents (empty or whitespace-only) are
+skipped and counted (`cleaning.skipped_blank`), so no eot ever follows nothing but whitespace. Budgets
+are exact: `{split}_tokens == min(max_{split}_tokens, available)` (None = unlimited); the document that
+crosses a budget is cut there (so it has no eot). Reading stops once both budgets are full.
+
+Cleaning record: meta `cleaning` = `skipped_blank` plus the loader's own counts (its provenance's
+`cleaning`, e.g. gutenberg's boilerplate_books_stripped / boilerplate_chars_removed); `documents_seen`
+counts every document read, blank ones included.
+
+No silently empty split: a split that would hold 0 tokens although its budget is not 0 stops the build
+with one message (source, split, documents read, the setting that splits, the fix) and nothing is
+published; a budget of 0 builds the split empty on purpose, recorded in meta `empty_splits`
+({split: why}) so readers can say so. Part builds (pretrain.num_parts) leave the check to the merge.
 
 Two ways in, one shard writer:
 - `build_pretrain_cache(texts, ...)`: one stream split by a seeded per-document rule (fineweb_edu,
@@ -25,17 +35,24 @@ meta.json beside incomplete shards.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
 
 from niels_gpt.cache.meta import write_meta
-from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
+from niels_gpt.layout import META, SPLITS
 from niels_gpt.pretrain.encode import encoded_batches
+from niels_gpt.pretrain.record import (
+    ON_PURPOSE,
+    base_meta,
+    check_splits_filled,
+    cleaning_record,
+    presplit_rule,
+    source_meta,
+)
 from niels_gpt.pretrain.shards import DEFAULT_SHARD_BYTES, ShardWriter, prepare_out_dir, run_writers
-from niels_gpt.token_files import TOKEN_BYTES, TOKEN_DTYPE_NAME
+from niels_gpt.token_files import TOKEN_BYTES
 from niels_gpt.tokenizer.workers import EncodeWorkers
 
 DEFAULT_VAL_DOC_PROB = 0.025  # config_schema: sources.fineweb_edu.val_doc_prob
@@ -47,10 +64,6 @@ STREAM_SPLIT_RULE = (
     "torch.rand(1, generator=g); it goes to val if the draw < val_doc_prob={p} and the val budget is not "
     "full, else to train while the train budget is not full, else it is skipped; reading stops when both "
     "budgets are full"
-)
-PRESPLIT_RULE = "pre-split by the source: its train documents -> train, its val documents -> val, in source order"
-STREAMING_DETERMINISM = (
-    "best effort: the bytes follow the upstream stream's order (datasets shuffle(seed, buffer_size), consumed in order)"
 )
 
 
@@ -77,43 +90,6 @@ def _wanted(writer: ShardWriter, other: ShardWriter | None = None, other_share: 
     return wanted
 
 
-def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_doc_prob: float):
-    """The single-stream rule over one encoded batch: ([writer, start, stop, documents] runs of the
-    batch's flat tokens, documents seen, both budgets full).
-
-    Document by document, in order: stop if both budgets are full; else one draw torch.rand(1,
-    generator=g); an empty document goes nowhere; else val if draw < val_doc_prob and val is not full,
-    else train if not full, else nowhere. "Full" counts what this batch has routed so far, so writing
-    the runs afterwards (ShardWriter.write cuts at the budget) gives the bytes of writing each document
-    in turn; adjacent documents bound for one writer form one run (one write instead of many).
-    """
-    import torch
-
-    room = {w: float("inf") if w.budget is None else w.budget - w.n_tokens for w in (train, val)}
-    runs: list[list] = []
-    pos = seen = 0
-    # One draw per document: torch's CPU uniform sampler takes the generator's values one per element, in
-    # order, so one call for the batch gives the values of one torch.rand(1, generator=g) per document
-    # (test_stream_split_follows_the_recorded_rule checks the bytes against single draws).
-    draws = torch.rand(len(lens), generator=g).tolist()
-    for n, draw in zip(lens, draws):
-        if room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0):
-            return runs, seen, True
-        seen += 1
-        if n == 0:
-            continue
-        start, pos = pos, pos + n + 1  # the document and its eot
-        dest = val if draw < val_doc_prob and room[val] > 0 else (train if room[train] > 0 else None)
-        if dest is None:
-            continue
-        room[dest] -= n + 1
-        if runs and runs[-1][0] is dest and runs[-1][2] == start:
-            runs[-1][2:] = [pos, runs[-1][3] + 1]
-        else:
-            runs.append([dest, start, pos, 1])
-    return runs, seen, room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0)
-
-
 def _check_budgets(max_train_tokens, max_val_tokens, shard_bytes) -> None:
     for name, b in (("max_train_tokens", max_train_tokens), ("max_val_tokens", max_val_tokens)):
         if b is not None and (not isinstance(b, int) or b < 0):
@@ -123,61 +99,26 @@ def _check_budgets(max_train_tokens, max_val_tokens, shard_bytes) -> None:
 
 
 def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], meta: dict, source: dict) -> dict:
-    """Run `fill` (writes tokens, returns extra meta), then rename shards and write meta.json last."""
+    """Run `fill` (writes tokens, returns extra meta: `skipped_blank` among it), then rename shards and
+    write meta.json last."""
     meta.update(run_writers(writers, fill))
     meta["built"] = True
     meta.update(source_meta(**source))
+    meta["cleaning"] = cleaning_record(meta["provenance"], meta.pop("skipped_blank"))
     write_meta(str(Path(out_dir) / META), meta)
     return meta
 
 
-def _hub_record(provenance: dict) -> dict:
-    """The loader's record of what it opened (its "stream" or "train" entry, else the provenance itself)."""
-    for rec in (provenance.get("stream"), provenance.get("train"), provenance):
-        if isinstance(rec, dict) and "dataset_id" in rec:
-            return rec
-    return {}
-
-
-def source_meta(*, dataset_name, dataset_config, provenance) -> dict:
-    """Provenance fields; read only after the input was consumed (loaders fill provenance while read)."""
-    provenance = copy.deepcopy(dict(provenance or {}))
-    hub = _hub_record(provenance)
-    streaming = bool(hub.get("streaming", provenance.get("streaming", False)))
-    return {
-        "dataset_name": dataset_name if dataset_name is not None else hub.get("dataset_id"),
-        "dataset_config": dataset_config if dataset_config is not None else hub.get("config"),
-        "dataset_revision": hub.get("revision", provenance.get("revision_requested")),
-        "streaming": streaming,
-        "determinism": STREAMING_DETERMINISM if streaming else "exact: same input order + seed => same bytes",
-        "provenance": provenance,
-    }
-
-
-def presplit_rule(provenance: dict) -> str:
-    """PRESPLIT_RULE plus the source's own split names / rule when the loader recorded them."""
-    names = [
-        f"{split} = source split {provenance[split]['split']!r}"
-        for split in ("train", "val")
-        if isinstance(provenance.get(split), dict) and "split" in provenance[split]
-    ]
-    details = names + ([provenance["split_rule"]] if provenance.get("split_rule") else [])
-    return PRESPLIT_RULE + (f" ({'; '.join(details)})" if details else "")
-
-
-def base_meta(*, tokenizer, seed, shard_bytes) -> dict:
-    """Fields every pretrain meta.json carries, built or not (tokenizer None when not built)."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "seed": seed,
-        "token_dtype": TOKEN_DTYPE_NAME,
-        "tokenizer_sha256": tokenizer.sha256 if tokenizer is not None else None,
-        "vocab_size": tokenizer.vocab_size if tokenizer is not None else None,
-        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
-        "eot_id": tokenizer.eot_id if tokenizer is not None else None,
-        "document_separator": "eot id after every non-empty document; the document crossing a budget is cut",
-        "shard_bytes": shard_bytes,
-    }
+def _check_filled(writers, read: dict, blank: dict, source: dict, split_setting: str) -> None:
+    prov = source.get("provenance") or {}
+    check_splits_filled(
+        {split: w.n_tokens for split, w in writers.items()},
+        {split: w.budget for split, w in writers.items()},
+        source=prov.get("source") or source.get("dataset_name") or "pretrain cache",
+        read=read,
+        blank=blank,
+        split_setting=split_setting,
+    )
 
 
 def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buffer, val_doc_prob):
@@ -188,7 +129,68 @@ def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buf
     meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
     meta.update(val_doc_prob=val_doc_prob, shuffle_buffer=shuffle_buffer)
     meta.update({f"max_{split}_tokens": b for split, b in zip(SPLITS, budgets)})
+    meta["empty_splits"] = {split: ON_PURPOSE.format(split=split) for split, b in zip(SPLITS, budgets) if b == 0}
     return out, writers, meta
+
+
+def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_doc_prob: float):
+    """The single-stream rule over one encoded batch: ([writer, start, stop, documents] runs of the
+    batch's flat tokens, documents read, blank ones among them, both budgets full).
+
+    Document by document, in order: stop if both budgets are full; else one draw torch.rand(1,
+    generator=g), blank documents too; a blank document (no tokens) goes nowhere; else val if draw <
+    val_doc_prob and val is not full, else train if not full, else nowhere. "Full" counts what this
+    batch has routed so far, so writing the runs afterwards (ShardWriter.write cuts at the budget) gives
+    the bytes of writing each document in turn; adjacent documents bound for one writer form one run.
+    """
+    import torch
+
+    room = {w: float("inf") if w.budget is None else w.budget - w.n_tokens for w in (train, val)}
+    runs: list[list] = []
+    pos = seen = blank = 0
+    # One draw per document: torch's CPU uniform sampler takes the generator's values one per element, in
+    # order, so one call for the batch gives the values of one torch.rand(1, generator=g) per document
+    # (test_stream_split_follows_the_recorded_rule checks the bytes against single draws).
+    draws = torch.rand(len(lens), generator=g).tolist()
+    for n, draw in zip(lens, draws):
+        if room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0):
+            return runs, seen, blank, True
+        seen += 1
+        if n == 0:
+            blank += 1
+            continue
+        start, pos = pos, pos + n + 1  # the document and its eot
+        dest = val if draw < val_doc_prob and room[val] > 0 else (train if room[train] > 0 else None)
+        if dest is None:
+            continue
+        room[dest] -= n + 1
+        if runs and runs[-1][0] is dest and runs[-1][2] == start:
+            runs[-1][2:] = [pos, runs[-1][3] + 1]
+        else:
+            runs.append([dest, start, pos, 1])
+    return runs, seen, blank, room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0)
+
+
+def _read_stream(texts, tokenizer, writers: dict, val_doc_prob: float, seed: int, num_threads: int, desc: str):
+    """Write the stream's documents by the seeded rule until both budgets are full or it ends;
+    returns (documents read, blank ones among them)."""
+    import torch
+
+    train, val = writers["train"], writers["val"]
+    g = torch.Generator().manual_seed(seed)
+    seen = blank = 0
+    if train.full and (val.full or val_doc_prob == 0):
+        return seen, blank  # zero budgets: read nothing
+    with _progress((train.budget, val.budget), desc) as bar, EncodeWorkers(tokenizer, num_threads) as workers:
+        for flat, lens in encoded_batches(workers, texts, _wanted(train, val, val_doc_prob)):
+            runs, n_seen, n_blank, done = route_batch(lens, g, train, val, val_doc_prob)
+            seen, blank = seen + n_seen, blank + n_blank
+            for dest, start, stop, n_docs in runs:
+                bar.update(dest.write(flat[start:stop]))
+                dest.n_documents += n_docs
+            if done:
+                break
+    return seen, blank
 
 
 def build_pretrain_cache(
@@ -206,33 +208,26 @@ def build_pretrain_cache(
     dataset_config: str | None = None,
     provenance: dict | None = None,
     num_threads: int = -1,
+    split_setting: str | None = None,
+    check_empty: bool = True,
 ) -> dict:
-    """One stream of documents (str or PretrainSample) -> train/val shards by the seeded rule; returns meta."""
-    import torch
+    """One stream of documents (str or PretrainSample) -> train/val shards by the seeded rule; returns meta.
 
+    `split_setting` names what sends documents to val in the empty-split message (default
+    `val_doc_prob=<p>`); `check_empty=False` skips that check (a part of a scale-out build)."""
     if not 0.0 <= val_doc_prob <= 1.0:
         raise ValueError(f"val_doc_prob must be in [0, 1], got {val_doc_prob}")
     budgets = (max_train_tokens, max_val_tokens)
     out, writers, meta = _start(out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, val_doc_prob)
-    train, val = writers["train"], writers["val"]
     meta["split_rule"] = STREAM_SPLIT_RULE.format(p=val_doc_prob)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
 
     def fill() -> dict:
-        g = torch.Generator().manual_seed(seed)
-        seen = 0
-        if train.full and (val.full or val_doc_prob == 0):
-            return {"documents_seen": seen}  # zero budgets: read nothing
-        with _progress((max_train_tokens, max_val_tokens), str(out)) as bar, EncodeWorkers(tokenizer, num_threads) as w:
-            for flat, lens in encoded_batches(w, texts, _wanted(train, val, val_doc_prob)):
-                runs, n_seen, done = route_batch(lens, g, train, val, val_doc_prob)
-                seen += n_seen
-                for dest, start, stop, n_docs in runs:
-                    bar.update(dest.write(flat[start:stop]))
-                    dest.n_documents += n_docs
-                if done:
-                    break
-        return {"documents_seen": seen}
+        seen, blank = _read_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, str(out))
+        if check_empty:
+            both = dict.fromkeys(SPLITS, seen), dict.fromkeys(SPLITS, blank)
+            _check_filled(writers, *both, source, split_setting or f"val_doc_prob={val_doc_prob}")
+        return {"documents_seen": seen, "skipped_blank": blank}
 
     return _run(out, writers, fill, meta, source)
 
@@ -252,29 +247,43 @@ def build_pretrain_cache_presplit(
     dataset_config: str | None = None,
     provenance: dict | None = None,
     num_threads: int = -1,
+    split_setting: str | None = None,
 ) -> dict:
-    """Sources with their own train/val documents -> shards (train first, then val); returns meta."""
+    """Sources with their own train/val documents -> shards (train first, then val); returns meta.
+
+    `split_setting` names what decides the split in the empty-split message (default: the source's own split)."""
     budgets = (max_train_tokens, max_val_tokens)
     out, writers, meta = _start(out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, None)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
+    read, blank = dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0)
 
     def fill() -> dict:
         with (
             _progress((max_train_tokens, max_val_tokens), str(out)) as bar,
-            EncodeWorkers(tokenizer, num_threads) as ew,
+            EncodeWorkers(tokenizer, num_threads) as workers,
         ):
             for split, texts in (("train", train_texts), ("val", val_texts)):
                 w = writers[split]
                 if w.full:
                     continue  # a zero budget reads nothing
-                for flat, lens in encoded_batches(ew, texts, _wanted(w)):
+                for flat, lens in encoded_batches(workers, texts, _wanted(w)):
                     written = w.write(flat)
                     bar.update(written)
-                    starts = np.cumsum([0] + [n + 1 for n in lens if n][:-1])  # doc starts in flat
-                    w.n_documents += int(np.searchsorted(starts, written, side="left"))  # docs begun
+                    lens = np.asarray(lens, dtype=np.int64)
+                    sizes = lens + (lens > 0)  # tokens per document in flat, its eot included
+                    starts = np.cumsum(sizes) - sizes
+                    n_read = int(np.searchsorted(starts, written, side="left")) if w.full else len(lens)
+                    w.n_documents += int(np.count_nonzero(lens[:n_read]))  # documents begun
+                    read[split] += n_read
+                    blank[split] += n_read - int(np.count_nonzero(lens[:n_read]))
                     if w.full:
                         break
-        return {"split_rule": presplit_rule(provenance or {})}  # after reading: loaders fill provenance late
+        _check_filled(writers, read, blank, source, split_setting or "the source's own train/val split")
+        return {
+            "split_rule": presplit_rule(provenance or {}),  # after reading: loaders fill provenance late
+            "documents_seen": sum(read.values()),
+            "skipped_blank": sum(blank.values()),
+        }
 
     return _run(out, writers, fill, meta, source)
 

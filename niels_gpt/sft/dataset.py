@@ -4,18 +4,25 @@ Reads one split of an SFT cache (writer.py): `{split}_tokens.bin` (uint16 LE, me
 read whole) and `{split}_idx.npy` (int64 start offsets). Special ids come from the sibling meta.json
 unless given.
 
-Per row: one example, cut to its kept window of at most T+1 tokens (windows.py: `head` keeps the
-first T+1, `tail` the last); a shorter example is padded with eot to T+1; x = seq[:-1], y = seq[1:].
-y_masked is y where the target is loss-active and -100 elsewhere (pad targets included). The loss
-mask is computed once at init on the whole file with `loss_mask_from_tokens` (reset at every example
-start), i.e. on whole examples before they are cut, so it is right whichever end is cut and equals
-the shifted `render_chat_sft` labels. It costs one byte per token of RAM (a few MB for dolly or oasst1).
+Per row: one example's kept tokens, at most T+1 of them in at most two segments of the example
+(windows.py: `head` keeps the first T+1, `tail` the last, `prompt` the final assistant reply whole and
+cuts the prompt side), computed for every example at init (`segments`, vectorized); a shorter example
+is padded with eot to T+1; x = seq[:-1], y = seq[1:]. y_masked is y where the target is loss-active and
+-100 elsewhere (pad targets included). The loss mask is computed once at init on the whole file with
+`loss_mask_from_tokens` (reset at every example start), i.e. on whole examples before they are cut, and
+gathered at the kept positions, so it equals the `render_chat_sft` labels of the kept tokens, shifted.
+It costs one byte per token of RAM (a few MB for dolly or oasst1).
 
-Examples with no loss-active target inside their window for this T are excluded at init (so no
-batch row is ever entirely -100); `num_excluded` counts them.
+Examples with no loss-active target among their kept tokens for this T are excluded at init (so no
+batch row is ever entirely -100); `num_excluded` counts them, `excluded` by reason (windows.DROP_REASONS),
+and `cut` counts the kept examples that are cut, by reason (windows.CUT_REASONS). A split built
+empty on purpose (meta `empty_splits`, e.g. val_frac 0) says so when asked for a batch.
 
 Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B rows,
-uniformly over the kept examples, with replacement; then one gather for all B rows.
+uniformly over the kept examples, with replacement; then one gather for all B rows. Epoch mode
+(MixedLoader(mode="epoch")) reads the kept examples as items instead: `len(ds)` of them,
+`ds.rows(ids)`; `identity` names the data for a resumed loader's check (meta.json's sha256s of this
+split's files, and the truncation).
 """
 
 from __future__ import annotations
@@ -28,7 +35,16 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
-from niels_gpt.sft.windows import check_truncation, count_targets, kept_windows
+from niels_gpt.hashing import sha256_json
+from niels_gpt.sft.windows import (
+    CUT_REASONS,
+    DROP_REASONS,
+    check_truncation,
+    drop_codes,
+    kept_segments,
+    reason_counts,
+    row_positions,
+)
 from niels_gpt.token_files import OFFSET_DTYPE, open_tokens
 
 
@@ -62,12 +78,13 @@ class SFTExampleDataset:
         lengths = np.diff(np.append(starts, n_tok))
         self.num_examples = len(starts)
         self.mask = loss_mask_from_tokens(self.tokens, self.special_ids, example_starts=starts)
-        lo, width = kept_windows(starts, lengths, T, truncation)
-        keep = count_targets(self.mask, lo, width) > 0
-        self.num_excluded = int((~keep).sum())
-        self.kept = np.flatnonzero(keep)  # example ids that can be sampled
-        self._lo, self._width = lo[keep], width[keep]
-        self._ar = np.arange(T + 1, dtype=np.int64)
+        segments = kept_segments(self.mask, starts, lengths, T, truncation)
+        dropped = drop_codes(self.mask, starts, lengths, segments)
+        self.kept = np.flatnonzero(dropped == 0)  # example ids that can be sampled
+        self.segments = segments.take(self.kept)  # the kept tokens of every sampleable example
+        self.num_excluded = self.num_examples - len(self.kept)
+        self.excluded = reason_counts(dropped, DROP_REASONS)
+        self.cut = reason_counts(self.segments.cut, CUT_REASONS[truncation])
 
     # -- construction helpers ------------------------------------------------------------------
     @classmethod
@@ -154,10 +171,7 @@ class SFTExampleDataset:
 
     def rows(self, ids):
         """(x, y, y_masked) as numpy int64 arrays for kept-example indices `ids` (0..len-1)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        lo, width = self._lo[ids], self._width[ids]
-        valid = self._ar[None, :] < width[:, None]
-        pos = np.where(valid, lo[:, None] + self._ar[None, :], 0)
+        pos, valid = row_positions(self.segments.take(np.asarray(ids, dtype=np.int64)), self.T + 1)
         seq = np.where(valid, self.tokens[pos], self.eot_id).astype(np.int64)
         active = self.mask[pos] & valid
         y = np.ascontiguousarray(seq[:, 1:])
@@ -167,6 +181,12 @@ class SFTExampleDataset:
         """(x, y, y_masked), each (B, T) int64 on `device`; rows drawn uniformly over kept examples."""
         import torch
 
+        on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self._split_name())
+        if not self.num_examples and on_purpose:
+            raise ValueError(
+                f"{self.tokens_path}: this split is empty on purpose ({on_purpose}); "
+                "nothing to sample - set val_frac above 0 and rebuild to have one"
+            )
         if not len(self):
             raise ValueError(
                 f"{self.tokens_path}: no example has a loss-active target within T+1={self.T + 1} tokens "
@@ -175,6 +195,19 @@ class SFTExampleDataset:
         ids = torch.randint(len(self), (B,), generator=generator).numpy()
         x, y, ym = self.rows(ids)
         return tuple(torch.from_numpy(a).to(self.device) for a in (x, y, ym))
+
+    def _split_name(self) -> str | None:
+        return next((s for s in layout.SPLITS if Path(self.tokens_path).name == layout.sft_tokens_name(s)), None)
+
+    @property
+    def identity(self) -> str:
+        """Digest of the split's files (meta.json's sha256s, else their sizes) and the truncation."""
+        files = (self.meta or {}).get("files") or {}
+        listed = {}
+        for path in (self.tokens_path, self.idx_path):
+            name = os.path.basename(path)
+            listed[name] = files[name]["sha256"] if name in files else os.path.getsize(path)
+        return sha256_json({"sft_files": listed, "truncation": self.truncation})
 
     def __repr__(self) -> str:
         return (

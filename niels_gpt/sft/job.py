@@ -21,6 +21,7 @@ import os
 
 from niels_gpt import layout
 from niels_gpt.data import registry
+from niels_gpt.sft.windows import format_reasons
 from niels_gpt.sft.writer import build_sft_cache, remove_outputs, write_not_built
 
 
@@ -101,8 +102,8 @@ def format_summary(meta: dict, out_dir: str) -> str:
     for split, st in meta["splits"].items():
         lines.append(
             f"  {split:5s}: {st['num_examples']:,} examples, {st['num_tokens']:,} tokens, "
-            f"{st['num_label_tokens']:,} label tokens, {st['num_dropped']:,} dropped, "
-            f"{st['num_truncated']:,} longer than T_max+1"
+            f"{st['num_label_tokens']:,} label tokens; dropped {format_reasons(st['dropped'])}; "
+            f"cut to T_max+1 {format_reasons(st['cut'])}"
         )
     for name in sorted(meta["files"]):
         lines.append(f"  -> {os.path.join(out_dir, name)}")

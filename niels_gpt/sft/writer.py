@@ -5,20 +5,26 @@ Output in `out_dir` (names from layout.py, dtypes from token_files.py):
   {train,val}_idx.npy     int64 start offsets (np.save), offsets-only: example i is
                           tokens[idx[i]:idx[i+1]], the last runs to the end of the file
   meta.json               meta.REQUIRED_SFT + source, splits.*.num_examples / num_tokens /
-                          num_label_tokens / num_dropped / num_truncated, val_frac, seed, T_max,
-                          truncation, files with sha256, tokenizer sha256, format_version, provenance
+                          num_label_tokens / num_dropped / dropped (by reason) / num_truncated /
+                          cut (by reason), val_frac, seed, T_max, truncation, empty_splits, files
+                          with sha256, tokenizer sha256, format_version, provenance
 
 Examples are stored whole (not cut to T_max): the dataset cuts at read time (windows.py), after
-computing the loss mask on the whole example. An example is dropped at build time only if no
-loss-active target falls inside the T_max+1 tokens its truncation keeps (it could never contribute
-to the loss); `num_dropped` counts them per split. An example with no assistant message is refused.
+computing the loss mask on the whole example. An example is dropped at build time only if none of
+the T_max+1 tokens its truncation keeps is a loss-active target (it could never contribute to the
+loss); `dropped` counts them per split and reason (windows.DROP_REASONS), `cut` the kept examples
+longer than T_max+1 by reason (windows.CUT_REASONS). An example with no assistant message is refused.
+
+No silently empty split: a split left with 0 examples stops the build with one message (source,
+split, examples read and dropped, val_frac, the fix) and nothing is published; val_frac 0 builds
+without val on purpose, recorded in meta `empty_splits` ({"val": why}).
 
 Split: `niels_gpt.splits` by example, or by group when `group_keys` is given (oasst1 passes tree
 ids so all threads of a tree land in one split). Order within a split is input order.
 
 Rendering: batches of ENCODE_BATCH examples go to `num_threads` worker processes
 (tokenizer/workers.py) that encode the contents and lay out the template (`chat_template.render_chats`),
-returning uint16 tokens, the loss mask and lengths; this process only checks, filters and writes, in
+returning uint16 tokens, the loss mask and lengths; this process only judges, filters and writes, in
 input order, so the bytes do not depend on the number of workers.
 
 Memory: the examples are buffered (as (role, content) string pairs) because the split needs every
@@ -45,8 +51,9 @@ import numpy as np
 from niels_gpt.atomic import tmp_path_for
 from niels_gpt.cache.meta import REQUIRED_SFT, check_required, write_meta
 from niels_gpt.chat_template import RenderedChats, normalize_messages, render_chats
+from niels_gpt.data.registry import SFT_SOURCES
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS, sft_file_names, sft_offsets_name, sft_tokens_name
-from niels_gpt.sft.windows import check_truncation, count_targets, kept_windows
+from niels_gpt.sft.windows import CUT_REASONS, DROP_REASONS, check_truncation, drop_codes, kept_segments
 from niels_gpt.splits import SPLIT_RULE, val_groups, val_mask
 from niels_gpt.token_files import OFFSET_DTYPE, OFFSET_DTYPE_NAME, TOKEN_DTYPE, TOKEN_DTYPE_NAME, check_vocab_fits
 from niels_gpt.tokenizer.workers import EncodeWorkers
@@ -78,35 +85,39 @@ def _buffer(examples: Iterable, source: str | None) -> list[list[tuple[str, str]
     return [normalize_messages(_messages_of(ex), where=f"{what} {i}") for i, ex in enumerate(examples)]
 
 
-def usable(rendered: RenderedChats, t_max: int, truncation: str) -> np.ndarray:
-    """For each rendered example: does a loss-active target fall inside its kept T_max+1 window?"""
+def judge(rendered: RenderedChats, t_max: int, truncation: str) -> tuple[np.ndarray, np.ndarray]:
+    """For each rendered example: (drop code, cut code) of windows.py at T_max (0 = kept / whole)."""
     starts = np.cumsum(rendered.lengths) - rendered.lengths
-    lo, width = kept_windows(starts, rendered.lengths, t_max, truncation)
-    return count_targets(rendered.mask, lo, width) > 0
+    segments = kept_segments(rendered.mask, starts, rendered.lengths, t_max, truncation)
+    return drop_codes(rendered.mask, starts, rendered.lengths, segments), segments.cut
 
 
 def _write_split(rendered_batches, out: Path, split: str, t_max: int, truncation: str, bar) -> dict:
-    """Filter and stream-write one split's rendered batches under temporary names; returns its stats and files."""
+    """Judge, filter and stream-write one split's rendered batches under temporary names; returns its
+    stats and files."""
     tokens_name, offsets_name = sft_tokens_name(split), sft_offsets_name(split)
     h = hashlib.sha256()
     offsets: list[int] = []
-    n_tokens = n_labels = n_dropped = n_truncated = 0
+    n_input = n_tokens = n_labels = 0
+    dropped, cut = np.zeros(len(DROP_REASONS) + 1, np.int64), np.zeros(len(CUT_REASONS[truncation]) + 1, np.int64)
     with open(tmp_path_for(out / tokens_name), "wb") as f:
         for rendered in rendered_batches:
-            ok = usable(rendered, t_max, truncation)
-            n_dropped += int(np.count_nonzero(~ok))
+            drop, cut_code = judge(rendered, t_max, truncation)
+            dropped += np.bincount(drop, minlength=len(dropped))
+            ok = drop == 0
+            cut += np.bincount(np.asarray(cut_code, dtype=np.int64)[ok], minlength=len(cut))
             lengths, tokens, mask = rendered.lengths, rendered.tokens, rendered.mask
             if not ok.all():
                 kept = np.repeat(ok, lengths)  # per token: does its example stay?
                 lengths, tokens, mask = lengths[ok], tokens[kept], mask[kept]
             offsets.extend((n_tokens + np.cumsum(lengths) - lengths).tolist())
             n_labels += int(np.count_nonzero(mask))
-            n_truncated += int(np.count_nonzero(lengths > t_max + 1))
             data = tokens.astype(TOKEN_DTYPE, copy=False).tobytes()
             f.write(data)
             h.update(data)
+            n_input += len(ok)
             n_tokens += int(lengths.sum())
-            bar.update(len(rendered.lengths))
+            bar.update(len(ok))
         f.flush()
         os.fsync(f.fileno())
     buf = io.BytesIO()
@@ -117,17 +128,48 @@ def _write_split(rendered_batches, out: Path, split: str, t_max: int, truncation
         f.flush()
         os.fsync(f.fileno())
     stats = {
+        "num_input_examples": n_input,
         "num_examples": len(offsets),
         "num_tokens": n_tokens,
         "num_label_tokens": n_labels,
-        "num_dropped": n_dropped,
-        "num_truncated": n_truncated,
+        "num_dropped": int(dropped[1:].sum()),
+        "dropped": dict(zip(DROP_REASONS, dropped[1:].tolist())),
+        "num_truncated": int(cut[1:].sum()),
+        "cut": dict(zip(CUT_REASONS[truncation], cut[1:].tolist())),
     }
     files = {
         tokens_name: {"sha256": h.hexdigest(), "bytes": n_tokens * TOKEN_DTYPE.itemsize},
         offsets_name: {"sha256": hashlib.sha256(idx_bytes).hexdigest(), "bytes": len(idx_bytes)},
     }
     return {"stats": stats, "files": files}
+
+
+def check_splits_filled(splits: dict, *, source: str | None, val_frac: float, truncation: str) -> dict:
+    """{split: why} for a split empty on purpose (val with val_frac 0); ValueError for any other split
+    left with 0 examples, naming the source, the split, examples read and dropped, and the fix."""
+    name = source or "SFT cache"
+    prefix = f"sources.{source}." if source in SFT_SOURCES else ""
+    on_purpose = {}
+    for split in SPLITS:
+        st = splits[split]
+        if st["num_examples"]:
+            continue
+        if split == "val" and val_frac == 0:
+            on_purpose[split] = "val_frac is 0: built without val on purpose"
+            continue
+        dropped = ", ".join(f"{reason} {n:,}" for reason, n in st["dropped"].items() if n) or "none"
+        fix = (
+            f"raise {prefix}val_frac so val gets examples, or set {prefix}val_frac: 0 to build without val on purpose"
+            if split == "val"
+            else "give the source examples (check its dataset or file)"
+        )
+        if st["num_dropped"] and truncation != "prompt":
+            fix += f"; or keep long examples: {prefix}truncation: prompt, or a larger sft.t_max"
+        raise ValueError(
+            f"{name}: the {split} split would hold 0 examples (examples read: {st['num_input_examples']:,}, "
+            f"dropped: {dropped}; split by {prefix}val_frac={val_frac}). To fix: {fix}"
+        )
+    return on_purpose
 
 
 def assign_splits(n: int, group_keys: Sequence | None, val_frac: float, seed: int) -> tuple[list[bool], dict]:
@@ -172,7 +214,7 @@ def build_sft_cache(
     val_frac: float,
     seed: int,
     t_max: int = 1024,
-    truncation: Literal["head", "tail"] = "head",
+    truncation: Literal["head", "tail", "prompt"] = "head",
     group_keys: Sequence | None = None,
     source: str | None = None,
     dataset_name: str | None = None,
@@ -200,6 +242,7 @@ def build_sft_cache(
         splits, files = _write_splits(
             pairs_list, is_val, split_info, tokenizer, out, t_max, truncation, source, num_threads
         )
+        empty_splits = check_splits_filled(splits, source=source, val_frac=val_frac, truncation=truncation)
         _publish(out, files)  # every file complete: move them into place, then meta.json last
         meta = {
             **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
@@ -209,6 +252,7 @@ def build_sft_cache(
             "val_frac": val_frac,
             "T_max": t_max,
             "truncation": truncation,
+            "empty_splits": empty_splits,
             "template": TEMPLATE,
             "offset_dtype": OFFSET_DTYPE_NAME,
             "num_input_examples": len(pairs_list),

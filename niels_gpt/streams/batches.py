@@ -18,6 +18,14 @@ Every start in [0, len(src) - T - 1] is equally likely (the modulo bias is below
 window of a source is.
 A per-row loop of `torch.randint(0, len(src) - T, (1,))` calls gives the same distribution but a
 different stream of draws (so different batches for the same seed).
+
+Epoch mode (MixedLoader(mode="epoch")): a `StreamBatcher` is also a sequence of items, the windows
+of T+1 bytes at stride T that tile each of its streams in sorted name order
+(niels_gpt.token_windows.StrideTiling; `epoch_dropped_bytes` counts the bytes in no window):
+`len(batcher)`, `batcher.rows(ids)` -> (x, y) numpy int64. Its own `p` plays no part there: give
+MixedLoader one batcher per stream to mix streams by weight. `identity` names the data for a resumed
+loader's check: the sha256 in each stream's .meta.json when it was memory-mapped from a stream cache
+(`load_stream_cache`), else its length.
 """
 
 from __future__ import annotations
@@ -32,8 +40,11 @@ import torch
 from numpy.lib.stride_tricks import as_strided
 
 from niels_gpt.data.registry import STREAM_SOURCES
+from niels_gpt.hashing import sha256_json
+from niels_gpt.layout import stream_meta_beside
 from niels_gpt.sampling import check_mixture, draw_sources
 from niels_gpt.streams.build import stream_paths
+from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
 _DRAW_HIGH = 1 << 62  # one draw per row, reduced modulo the window count: bias < 2**-32 for streams < 2**30
 
@@ -88,30 +99,17 @@ def check_lengths(lengths: Mapping[str, int], T: int) -> None:
 
 def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
     """The batch from the window views of validated sources (sorted name order): draws as the module
-    docstring says, one strided gather per source that has rows, one cast for x and y together."""
+    docstring says, one gather per source that has rows, one cast for x and y together."""
     if B < 1:
         raise ValueError(f"B must be >= 1, got {B}")
     _, idx = draw_sources(p, B, generator)
     draws = torch.randint(0, _DRAW_HIGH, (B,), generator=generator).numpy()
+    which = idx.numpy()
     if len(windows) == 1:
-        rows = windows[0][draws % windows[0].shape[0]]
+        starts = draws % windows[0].shape[0]
     else:
-        # rows grouped by source (a stable sort keeps row order within a source), gathered with one
-        # slice write per source, then put back in draw order with one permutation
-        which = idx.numpy()
-        order = np.argsort(which, kind="stable")
-        grouped = np.empty((B, T + 1), dtype=np.uint8)
-        end = 0
-        for k, count in enumerate(np.bincount(which, minlength=len(windows)).tolist()):
-            if count:
-                picked = order[end : end + count]
-                grouped[end : end + count] = windows[k][draws[picked] % windows[k].shape[0]]
-                end += count
-        rows = np.empty_like(grouped)
-        rows[order] = grouped
-    # x and y as one (2, B, T) int64 array: two overlapping views of rows, cast in one copy
-    xy = np.ndarray((2, B, T), np.uint8, rows, 0, (1, T + 1, 1)).astype(np.int64, order="C")
-    x, y = torch.from_numpy(xy[0]), torch.from_numpy(xy[1])
+        starts = draws % np.array([w.shape[0] for w in windows])[which]
+    x, y = (torch.from_numpy(a) for a in split_xy(gather_rows(windows, which, starts)))
     if device.type != "cpu":
         x, y = x.to(device), y.to(device)
     return x, y
@@ -151,10 +149,33 @@ class StreamBatcher:
         self.names = sorted(p)
         self.p = {name: float(p[name]) for name in self.names}
         self.device = torch.device(device)
+        self._tiling = StrideTiling([w.shape[0] + self.T for w in self._windows], self.T)
+        self.epoch_dropped_bytes = self._tiling.dropped_tokens
+        self.identity = sha256_json(
+            {"byte_streams": {name: _stream_identity(sources[name], name) for name in self.names}}
+        )
 
     def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
         return _sample(self._windows, self.p, B, self.T, self.device, generator)
+
+    def __len__(self) -> int:
+        """Stride-T windows of T+1 bytes over every stream (the items of an epoch)."""
+        return self._tiling.num_windows
+
+    def rows(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y): C-contiguous int64 numpy arrays (len(ids), T) of stride-T windows `ids` (0..len-1)."""
+        which, starts = self._tiling.locate(ids)
+        return split_xy(gather_rows(self._windows, which, starts))
+
+
+def _stream_identity(src: ByteStream, name: str) -> str | int:
+    """The sha256 in the .meta.json beside a memory-mapped stream .bin, else the stream's length."""
+    meta_path = stream_meta_beside(getattr(src, "filename", None) or "")
+    if meta_path and os.path.exists(meta_path):
+        with open(meta_path, encoding="utf-8") as f:
+            return json.load(f)["sha256"]
+    return _nbytes(src, name)
 
 
 def get_batch(

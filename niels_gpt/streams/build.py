@@ -2,12 +2,16 @@
 
 On disk, per (source, split), in the streams folder (names from layout.py):
   {source}_{split}.bin        the UTF-8 bytes of the stream, nothing else
-  {source}_{split}.meta.json  what the stream was built from (its inputs) + n_bytes, sha256, format_version
+  {source}_{split}.meta.json  what the stream was built from (its inputs) + n_bytes, sha256, format_version,
+                              skipped_blank
 The .bin is written first and the .meta.json last, both atomically, so a meta.json means its .bin
 is complete. Streams:
   wiki    wikitext lines of the loader's train / val split, joined with `doc_separator`
   roam    markdown notes split by file (seeded, `niels_gpt.splits`), texts joined with `doc_separator`
   primer  the primer text split into dialogues on `delimiter` (held-out dialogues), kept as-is
+Blank documents (empty or whitespace-only notes, lines or dialogues: `data.normalize.is_blank`) are
+left out, so a separator never stands next to nothing, and counted in the meta's `skipped_blank`
+(primer: blank dialogues are left out before the split and counted in the train stream's meta).
 
 `source_streams(cfg, source)` is the one builder: for each split, the inputs its meta records and a
 function that makes its bytes. The workflow's job (job.py) always builds and writes; `build_sources`
@@ -26,6 +30,7 @@ from functools import partial
 
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_write_bytes, atomic_write_json
+from niels_gpt.data.normalize import is_blank
 from niels_gpt.data.registry import STREAM_SOURCES
 from niels_gpt.layout import SPLITS, STREAM_FORMAT_VERSION
 
@@ -53,14 +58,20 @@ class StreamBuildConfig:
     required_sources: tuple[str, ...] = field(default=STREAM_SOURCES)
 
 
+def join_documents(docs: Sequence[str], sep: str) -> tuple[bytes, int]:
+    """(the non-blank docs joined with sep, utf-8 encoded; how many blank docs were left out)."""
+    kept = [d for d in docs if not is_blank(d)]
+    return sep.join(kept).encode(ENCODING), len(docs) - len(kept)
+
+
 def build_wiki_stream(docs: Sequence[str], *, sep: str) -> bytes:
-    """utf-8 encode docs and join with sep."""
-    return sep.join(docs).encode(ENCODING)
+    """utf-8 encode docs and join with sep (blank docs left out)."""
+    return join_documents(docs, sep)[0]
 
 
 def build_roam_stream(docs: Sequence[str], *, sep: str) -> bytes:
-    """utf-8 encode docs and join with sep."""
-    return sep.join(docs).encode(ENCODING)
+    """utf-8 encode docs and join with sep (blank docs left out)."""
+    return join_documents(docs, sep)[0]
 
 
 def build_primer_stream(text: str) -> bytes:
@@ -75,12 +86,13 @@ def stream_paths(cache_dir: str | os.PathLike, source: str, split: str) -> tuple
 
 @dataclass
 class SplitStream:
-    """One (source, split) stream: the inputs its meta.json records, and how to build its bytes."""
+    """One (source, split) stream: the inputs its meta.json records, and how to build it:
+    `build()` -> (its bytes, blank documents left out)."""
 
     source: str
     split: str
     inputs: dict
-    build: Callable[[], bytes]
+    build: Callable[[], tuple[bytes, int]]
 
 
 def _file_stat(path: str | os.PathLike) -> dict:
@@ -101,7 +113,7 @@ def _wiki_jobs(cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]
             "total_chars": sum(map(len, docs)),
             "sep": cfg.doc_separator,
         }
-        jobs.append(SplitStream("wiki", split, inputs, partial(build_wiki_stream, docs, sep=cfg.doc_separator)))
+        jobs.append(SplitStream("wiki", split, inputs, partial(join_documents, docs, cfg.doc_separator)))
     return jobs
 
 
@@ -120,13 +132,13 @@ def _roam_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
             "seed": cfg.seed,
             "val_frac": cfg.roam_val_frac,
         }
-        build = partial(lambda ps: build_roam_stream(load_texts(ps), sep=cfg.doc_separator), list(split_paths))
+        build = partial(lambda ps: join_documents(load_texts(ps), cfg.doc_separator), list(split_paths))
         jobs.append(SplitStream("roam", split, inputs, build))
     return jobs
 
 
 def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
-    from niels_gpt.data.primer import load_primer_text, split_primer_dialogues
+    from niels_gpt.data.primer import dialogue_blocks, load_primer_text, split_primer_dialogues
 
     if not os.path.isfile(cfg.primer_path):
         raise FileNotFoundError(
@@ -134,14 +146,16 @@ def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
         )
     stat = _file_stat(cfg.primer_path)
     texts: dict[str, str] = {}
+    blank: list[int] = []
 
-    def build(split: str) -> bytes:
-        if not texts:  # split once, for both splits
+    def build(split: str) -> tuple[bytes, int]:
+        if not texts:  # split once, for both splits; split_primer_dialogues leaves blank dialogues out
             text = load_primer_text(cfg.primer_path)
             texts["train"], texts["val"] = split_primer_dialogues(
                 text, val_frac=cfg.primer_val_frac, seed=cfg.seed, delimiter=cfg.delimiter
             )
-        return build_primer_stream(texts[split])
+            blank.append(sum(map(is_blank, dialogue_blocks(text, cfg.delimiter))))
+        return build_primer_stream(texts[split]), blank[0] if split == "train" else 0
 
     jobs = []
     for split in SPLITS:
@@ -190,7 +204,9 @@ def check_gating(cfg: StreamBuildConfig) -> None:
         raise ValueError(f"T must be >= 1, got {cfg.T}")
 
 
-def write_stream(cache_dir: str | os.PathLike, source: str, split: str, data: bytes, inputs: dict) -> dict:
+def write_stream(
+    cache_dir: str | os.PathLike, source: str, split: str, data: bytes, inputs: dict, skipped_blank: int = 0
+) -> dict:
     """Write the .bin, then its .meta.json (both atomic); returns the meta."""
     bin_path, meta_path = stream_paths(cache_dir, source, split)
     atomic_write_bytes(bin_path, data)
@@ -201,6 +217,7 @@ def write_stream(cache_dir: str | os.PathLike, source: str, split: str, data: by
         "sha256": hashlib.sha256(data).hexdigest(),
         "encoding": ENCODING,
         "format_version": STREAM_FORMAT_VERSION,
+        "skipped_blank": skipped_blank,
     }
     atomic_write_json(meta_path, meta)
     return meta

@@ -70,13 +70,15 @@ def build_stream_from_config(cfg: Mapping, source: str, out_dir: str | os.PathLi
         if required:
             raise
         return _placeholders(out_dir, source)
-    data = {job.split: job.build() for job in jobs}
+    built = {job.split: job.build() for job in jobs}
+    data = {split: b for split, (b, _) in built.items()}
     if not required and not all(data.values()):
         return _placeholders(out_dir, source)
     check_stream_lengths({(source, split): b for split, b in data.items()}, scfg.T, (source,) if required else ())
     metas = {}
     for job in jobs:
-        metas[job.split] = write_stream(out_dir, source, job.split, data[job.split], job.inputs)
+        blank = built[job.split][1]
+        metas[job.split] = write_stream(out_dir, source, job.split, data[job.split], job.inputs, blank)
         bin_path = stream_paths(out_dir, source, job.split)[0]
-        log(f"{source} {job.split}: {len(data[job.split]):,} bytes, built -> {bin_path}")
+        log(f"{source} {job.split}: {len(data[job.split]):,} bytes ({blank:,} blank documents left out) -> {bin_path}")
     return metas

@@ -77,12 +77,12 @@ def build_sources_from_docs(
     check_gating(cfg)
     jobs, skipped = _plan(cfg, wiki_docs)
     streams: dict[tuple[str, str], bytes] = {}
-    rebuilt: list[SplitStream] = []
+    rebuilt: list[tuple[SplitStream, int]] = []  # (job, blank documents left out)
     for job in jobs:
         data = None if cfg.force_rebuild else _load_cached(job, cfg.cache_dir)
         if data is None:
-            data = job.build()
-            rebuilt.append(job)
+            data, blank = job.build()
+            rebuilt.append((job, blank))
         streams[(job.source, job.split)] = data
     for source in sorted({s for s, _ in streams}):
         empty = [split for split in SPLITS if not streams[(source, split)]]
@@ -91,10 +91,10 @@ def build_sources_from_docs(
             for split in SPLITS:
                 del streams[(source, split)]
     check_stream_lengths(streams, cfg.T, cfg.required_sources)
-    for job in rebuilt:
+    for job, blank in rebuilt:
         if (job.source, job.split) in streams:
-            write_stream(cfg.cache_dir, job.source, job.split, streams[(job.source, job.split)], job.inputs)
-    built = {(j.source, j.split) for j in rebuilt}
+            write_stream(cfg.cache_dir, job.source, job.split, streams[(job.source, job.split)], job.inputs, blank)
+    built = {(j.source, j.split) for j, _ in rebuilt}
     for (source, split), data in streams.items():
         how = "built ->" if (source, split) in built else "cached in"
         log(f"{source} {split}: {len(data):,} bytes, {how} {stream_paths(cfg.cache_dir, source, split)[0]}")

@@ -105,6 +105,19 @@ class SentencePieceTokenizer:
         out.append(self._sp.decode(run))
         return "".join(out)
 
+    def piece_bytes(self) -> list[int]:
+        """UTF-8 bytes each id adds to a decoded text: a learned piece its text's length (the space
+        symbol is one byte), a byte-fallback piece 1, unk and the special ids 0. For ordinary ids,
+        `sum(piece_bytes()[i] for i in ids) == len(decode(ids).encode())`: bytes per token from ids alone."""
+        sp = self._sp
+
+        def n_bytes(i: int) -> int:
+            if sp.is_control(i) or sp.is_unknown(i):
+                return 0
+            return 1 if sp.is_byte(i) else len(sp.id_to_piece(i).replace("\u2581", " ").encode())
+
+        return [n_bytes(i) for i in range(self.vocab_size)]
+
     def id_to_piece(self, i: int) -> str:
         return self._sp.id_to_piece(i)
 

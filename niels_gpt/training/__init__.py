@@ -1,5 +1,8 @@
 """What a training script uses at training time beyond one dataset: the mixed, resumable loader.
 
-loader.py (`MixedLoader`: a deterministic mixture over several caches, exact resume, rank sharding;
-public as `niels_gpt.cache.loader`).
+loader.py (`MixedLoader`: several caches mixed by weight, random or epoch mode, exact resume, rank
+sharding; public as `niels_gpt.cache.loader`); its epoch mode is built from epoch_order.py (a seeded
+O(1)-memory permutation per epoch and one rank's slice of it), round_robin.py (rows to sources, every
+count within 1 of its share) and epoch_mixer.py (both, per source, with their saved state); plan.py
+holds the fingerprint a resumed loader checks.
 """

@@ -1,26 +1,40 @@
-"""MixedLoader: a deterministic mixture over several caches, with exact resume and rank / world_size
-sharding - the training-time loader.
+"""MixedLoader: batches mixed from several caches by weight, deterministic, exactly resumable, sharded
+by rank - the training-time loader.
 
-`MixedLoader(sources, p=..., B=..., seed=...)` is an endless iterator of `Batch`es. A source is
-anything with `get_batch(*, B, generator)` returning (x, y) (PretrainTokenStreamDataset,
-StreamBatcher) or (x, y, y_masked) (SFTExampleDataset), each (B, T); all sources of one loader must
-return the same number of tensors with the same T and device.
+`MixedLoader(sources, p=..., B=..., seed=..., rank=0, world_size=1, mode="random")` is an endless
+iterator of `Batch`es. A source is anything with `get_batch(*, B, generator)` returning (x, y)
+(PretrainTokenStreamDataset, StreamBatcher) or (x, y, y_masked) (SFTExampleDataset), each (B, T);
+all sources of one loader must return the same number of tensors with the same T and device.
+Sources with weight 0 are dropped before anything else (never read, not part of `names`), so adding
+a zero-weight source never changes a batch.
 
-No hidden state: batch number `step` on rank `r` is a pure function of (seed, step, r) and the
-sources. For each step the loader makes a fresh generator, `torch.Generator().manual_seed(
-derive_seed(seed, step, rank))` (niels_gpt.sampling), and draws, in this order (the
-`niels_gpt.sampling` mixture contract):
+mode="random": every batch is drawn independently, with replacement. Batch number `step` on rank `r`
+is a pure function of (seed, step, r) and the sources: a fresh generator
+`torch.Generator().manual_seed(derive_seed(seed, step, rank))` (niels_gpt.sampling) draws, in order,
   1. `draw_sources(p, B, g)`: the source of every row (sources in sorted-name order);
   2. for each source with k > 0 rows, in sorted-name order: `source.get_batch(B=k, generator=g)`;
      its rows go, in order, to the batch rows that drew it.
-Sources with weight 0 are dropped before anything else (never called, not part of `names`), so
-adding a zero-weight source never changes a batch. The only state is the next step number:
-`state_dict()` / `load_state_dict()` save and restore it, and a restored loader yields exactly the
-batches the original would have yielded next (same caches, same torch version).
+Ranks sample independently (rank r's stream depends on (seed, step, r) only); there is no epoch.
 
-Sharding is independent sampling per rank: windows and examples are drawn with replacement, so
-there is no epoch to partition. Rank r's stream depends on (seed, step, r) only, ranks differ, and
-the global batch of a step (the union over ranks) is reproducible for a given world_size.
+mode="epoch": every item of a source is read once per epoch of that source. Each source is then
+also a sequence of items: `len(source)` and `source.rows(ids)` -> the tuple get_batch returns, as
+numpy arrays, for items `ids` (stride-T windows of a pretrain split or a byte stream, kept SFT
+examples). For each step:
+  1. round_robin.SmoothRoundRobin(p) assigns the B rows to sources, so that after any number n of
+     rows each source has its share p_i * n of them within 1 (counted across steps);
+  2. each source with k rows reads its next k items: epoch_order.RankCursor over the seeded order
+     of its epochs (seed `epoch_mixer.source_seed(seed, name)`), this rank taking positions rank, rank +
+     world_size, ...; a source whose epoch ends starts its next one (sources roll over on their own);
+  3. `source.rows(items)` fills, in order, the batch rows that source was assigned.
+Every rank runs the same round robin, so ranks read the same number of rows of each source per step
+from disjoint positions, and together read every item once per epoch. `Batch.epochs` and the state
+count each source's completed epochs (on this rank).
+
+Resume: `state_dict()` holds the next step, the plan fingerprint (niels_gpt.training.plan: seed, p,
+B, T, mode, rank, world_size, state version, each source's cache identity) and, in epoch mode, each
+source's epoch and cursor and the round-robin credits. `load_state_dict` refuses a state of another
+plan with one message naming what differs, and otherwise continues exactly: the restored loader
+yields the batches the original would have yielded next (same caches, same torch version).
 """
 
 from __future__ import annotations
@@ -37,21 +51,25 @@ import torch
 from niels_gpt import layout
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.sampling import check_mixture, derive_seed, draw_sources
+from niels_gpt.training.epoch_mixer import EpochMixer
+from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 
-STATE_VERSION = 1  # bump when derive_seed or the draw order changes: old states then refuse to load
+MODES = ("random", "epoch")
 _PROBE_SEED = 0  # the one-row batch each source returns at init to check arity, T and device
 
 
 @dataclass(frozen=True)
 class Batch:
     """x, y (and y_masked for SFT sources, else None): (B, T) int64 on the sources' device.
-    source: int64 (B,) on the CPU, row i came from `loader.names[source[i]]`. step: the batch number."""
+    source: int64 (B,) on the CPU, row i came from `loader.names[source[i]]`. step: the batch number.
+    epochs (epoch mode, else None): {name: epochs of that source this rank has completed}."""
 
     x: torch.Tensor
     y: torch.Tensor
     y_masked: torch.Tensor | None
     source: torch.Tensor
     step: int
+    epochs: dict[str, int] | None = None  # epoch mode: completed epochs of each source after this batch
 
 
 def _check_int(name: str, value, low: int, high: int | None = None) -> int:
@@ -73,8 +91,12 @@ class MixedLoader:
         seed: int,
         rank: int = 0,
         world_size: int = 1,
+        mode: str = "random",
     ):
         check_mixture(p, sources, what="loader mixture p")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
         self.B = _check_int("B", B, 1)
         self.seed = _check_int("seed", seed, -(1 << 63))
         self.world_size = _check_int("world_size", world_size, 1)
@@ -84,7 +106,13 @@ class MixedLoader:
         self.sources = {name: sources[name] for name in self.names}
         self.arity, self.T, self.device = self._probe()
         self._check_same_tokenizer()
+        self.identities = {name: getattr(src, "identity", None) for name, src in self.sources.items()}
         self.step = 0
+        self.mixer = (
+            EpochMixer(self.sources, self.p, seed=self.seed, rank=self.rank, world_size=self.world_size)
+            if mode == "epoch"
+            else None
+        )
 
     def _probe(self) -> tuple[int, int, torch.device]:
         """One-row batch from each source: same tuple arity (2 or 3), T and device, else one error."""
@@ -117,8 +145,13 @@ class MixedLoader:
 
     # -- batches -------------------------------------------------------------------------------
     def batch_at(self, step: int) -> Batch:
-        """Batch number `step` of this rank; does not move the loader."""
+        """Batch number `step` of this rank (random mode); does not move the loader."""
         _check_int("step", step, 0)
+        if self.mode == "epoch":
+            raise ValueError(
+                "batch_at is for mode='random': an epoch-mode batch depends on every batch before it; "
+                "use next(loader), and state_dict() / load_state_dict() to resume"
+            )
         B = self.B
         g = torch.Generator().manual_seed(derive_seed(self.seed, step, self.rank))
         _, idx = draw_sources(self.p, B, g)
@@ -143,50 +176,62 @@ class MixedLoader:
         y_masked = out[2] if self.arity == 3 else None
         return Batch(x=out[0], y=out[1], y_masked=y_masked, source=idx, step=step)
 
+    def _epoch_batch(self) -> Batch:
+        """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
+        which, arrays = self.mixer.next_arrays(self.B)
+        if len(arrays) != self.arity:
+            raise ValueError(f"sources returned {len(arrays)} arrays from rows(), {self.arity} from get_batch")
+        x, y, *rest = (torch.from_numpy(a).to(self.device) for a in arrays)
+        y_masked = rest[0] if rest else None
+        source = torch.from_numpy(which)
+        return Batch(x=x, y=y, y_masked=y_masked, source=source, step=self.step, epochs=self.mixer.epochs())
+
     def __iter__(self) -> MixedLoader:
         return self
 
     def __next__(self) -> Batch:
-        batch = self.batch_at(self.step)
+        batch = self._epoch_batch() if self.mode == "epoch" else self.batch_at(self.step)
         self.step += 1
         return batch
 
     # -- resume --------------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        """Plain ints/floats/strs (JSON- and torch.save-able); "step" is the next batch number."""
+    def fingerprint(self) -> dict:
+        """What the saved position means (niels_gpt.training.plan); rank only in epoch mode."""
         return {
             "version": STATE_VERSION,
-            "step": self.step,
+            "mode": self.mode,
             "seed": self.seed,
-            "rank": self.rank,
-            "world_size": self.world_size,
             "p": dict(self.p),
             "B": self.B,
             "T": self.T,
+            "rank": self.rank if self.mode == "epoch" else None,
+            "world_size": self.world_size,
+            "caches": dict(self.identities),
         }
 
+    def state_dict(self) -> dict:
+        """Plain ints/floats/strs (JSON- and torch.save-able); "step" is the next batch number."""
+        state = {"step": self.step, "fingerprint": self.fingerprint()}
+        if self.mixer is not None:
+            state.update(self.mixer.state())
+        return state
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue at state["step"]. seed, p (zero weights ignored), B, T, world_size and version
-        must match this loader. rank may differ: every rank is at the same step, so one checkpoint
-        (e.g. rank 0's) restores all ranks, and each keeps its own rank and stream."""
+        """Continue where `state` was saved. Its fingerprint must equal this loader's (zero weights
+        aside); in random mode rank may differ: every rank is at the same step, so one checkpoint
+        (e.g. rank 0's) restores all ranks. In epoch mode each rank loads its own state."""
         if not isinstance(state, Mapping) or "step" not in state:
             raise ValueError(f"not a MixedLoader state (no 'step'): {state!r}")
-        mine = self.state_dict()
-        theirs = dict(state)
-        theirs["p"] = {k: float(v) for k, v in sorted(dict(state.get("p") or {}).items()) if v > 0}
-        diff = [k for k in ("version", "seed", "p", "B", "T", "world_size") if theirs.get(k) != mine[k]]
-        if diff:
-            listed = "; ".join(f"{k}: state has {theirs.get(k)!r}, loader has {mine[k]!r}" for k in diff)
-            raise ValueError(
-                f"refusing to resume from a state of a different loader ({listed}); build the loader "
-                "with the saved settings, or start a fresh run"
-            )
-        self.step = _check_int("state['step']", state["step"], 0)
+        refuse_other_plan(state.get("fingerprint"), self.fingerprint())
+        step = _check_int("state['step']", state["step"], 0)
+        if self.mixer is not None:
+            self.mixer.restore(state, rows=step * self.B)
+        self.step = step
 
     def __repr__(self) -> str:
         return (
-            f"MixedLoader(p={self.p}, B={self.B}, T={self.T}, seed={self.seed}, rank={self.rank}/"
-            f"{self.world_size}, step={self.step:,})"
+            f"MixedLoader(mode={self.mode!r}, p={self.p}, B={self.B}, T={self.T}, seed={self.seed}, "
+            f"rank={self.rank}/{self.world_size}, step={self.step:,})"
         )
 
     # -- caches on disk ------------------------------------------------------------------------
@@ -204,6 +249,7 @@ class MixedLoader:
         rank: int = 0,
         world_size: int = 1,
         tokenizer=None,
+        mode: str = "random",
     ) -> MixedLoader:
         """Sources `{cache_dir}/pretrain/{name}/{split}` for every name with weight > 0."""
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
@@ -212,7 +258,7 @@ class MixedLoader:
             return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
 
         sources = _open_weighted(p, layout.pretrain_dir, cache_dir, open_source)
-        return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size)
+        return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
 
     @classmethod
     def sft(
@@ -228,6 +274,7 @@ class MixedLoader:
         rank: int = 0,
         world_size: int = 1,
         tokenizer=None,
+        mode: str = "random",
     ) -> MixedLoader:
         """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0."""
         from niels_gpt.sft.dataset import SFTExampleDataset
@@ -236,7 +283,7 @@ class MixedLoader:
             return SFTExampleDataset.from_cache_dir(root, split, T=T, device=device, tokenizer=tokenizer)
 
         sources = _open_weighted(p, layout.sft_dir, cache_dir, open_source)
-        return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size)
+        return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
 
 
 def _open_weighted(p: Mapping[str, float], source_dir, cache_dir, open_source) -> dict:

@@ -1,0 +1,92 @@
+"""Config -> the report's files: what the `report_*` and `leakage` rules (and the CLI) run.
+
+`write_figures(cfg, family, out_dir)` measures one family's caches under `cfg["cache_dir"]`
+(stats.py) and draws its figures (figures.py; leakage: leakage_view.py from leakage.json), named in
+`layout.REPORT_FIGURES`. `write_leakage(cfg, out)` runs the audit (leakage.py) with the `leakage.*`
+keys, writes leakage.json, prints one line per val split, and applies the gate; a failed gate writes
+nothing (the error names the worst pairs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from niels_gpt import layout
+from niels_gpt.atomic import atomic_write_json
+
+FAMILIES = tuple(layout.REPORT_FIGURES)
+
+
+def _tokenizer(cfg: dict, path: str | None):
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    return SentencePieceTokenizer(path or layout.tokenizer_model(cfg["cache_dir"]))
+
+
+def leakage_json_path(cfg: dict) -> str:
+    return f"{layout.report_dir(cfg['cache_dir'])}/{layout.LEAKAGE_JSON}"
+
+
+def write_figures(cfg: dict, family: str, out_dir: str | os.PathLike, *, tokenizer: str | None = None) -> list[Path]:
+    """Draw one family's figures into `out_dir`; returns their paths."""
+    from niels_gpt.report import figures, stats
+
+    cache = cfg["cache_dir"]
+    if family == "pretrain":
+        return figures.draw_pretrain(stats.pretrain_family(cache), out_dir)
+    if family == "sft":
+        return figures.draw_sft(stats.sft_family(cache, cfg["sft"]["mix"]), out_dir)
+    if family == "tokenizer":
+        return figures.draw_tokenizer(stats.tokenizer_family(cache, _tokenizer(cfg, tokenizer).piece_bytes()), out_dir)
+    if family == "streams":
+        return figures.draw_streams(stats.streams_family(cache, cfg["streams"]["p_train"]), out_dir)
+    if family == "leakage":
+        from niels_gpt.report.leakage_view import draw_leakage
+
+        path = leakage_json_path(cfg)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no leakage audit; run `python -m niels_gpt.cache.cli leakage` first")
+        with open(path, encoding="utf-8") as f:
+            return draw_leakage(json.load(f), out_dir)
+    raise ValueError(f"unknown report family {family!r}; expected one of {', '.join(FAMILIES)}")
+
+
+def summary_lines(result: dict) -> list[str]:
+    """One line per val split: share of its n-grams in any train split, and the train split with most."""
+    lines = []
+    for v in result["val_splits"]:
+        worst = max(v["fraction"].items(), key=lambda kv: (kv[1], kv[0]), default=("-", 0.0))
+        lines.append(
+            f"{v['name']} val: {v['ngrams']:,} {result['n'][v['space']]}-grams in {v['units']:,} {v['unit']}s, "
+            f"{100 * v['fraction_any']:.2f}% in some train split (most: {worst[0]} {100 * worst[1]:.2f}%)"
+        )
+    return lines + [f"left out: {k['name']}: {k['reason']}" for k in result["skipped"]]
+
+
+def write_leakage(cfg: dict, out: str | os.PathLike, *, num_threads: int = 2, tokenizer: str | None = None) -> dict:
+    """Run the audit over cfg["cache_dir"], apply the gate, write `out` (leakage.json); returns the result."""
+    from niels_gpt.report.leakage import audit, check_gate
+
+    settings = cfg["leakage"]
+    tok_path = tokenizer or layout.tokenizer_model(cfg["cache_dir"])
+    start = time.perf_counter()
+    result = audit(
+        cfg["cache_dir"],
+        n_tokens=settings["n_tokens"],
+        n_bytes=settings["n_bytes"],
+        top=settings["top_units"],
+        max_fraction=settings["max_fraction"],
+        num_threads=num_threads,
+        tokenizer=_tokenizer(cfg, tok_path) if os.path.exists(tok_path) else None,
+    )
+    scanned = sum(t["positions"] for t in result["train_splits"])
+    seconds = time.perf_counter() - start
+    print("\n".join(summary_lines(result)))
+    print(f"scanned {scanned:,} train positions in {seconds:.1f} s ({scanned / max(seconds, 1e-9) / 1e6:.1f} M/s)")
+    check_gate(result)
+    atomic_write_json(out, result)
+    print(f"leakage audit -> {out}")
+    return result

@@ -1,0 +1,212 @@
+"""The train/val leakage audit: how much of each val split's text also sits in a train split.
+
+For every val split (pretrain, SFT, streams) and every train split of every source in the same space
+(token ids for pretrain and SFT, which share the tokenizer; bytes for the streams): the fraction of the
+val split's n-gram positions whose n-gram occurs anywhere in that train split. n is 13 tokens (the
+GPT-3 decontamination convention; `leakage.n_tokens`) or 50 bytes for the streams (`leakage.n_bytes`;
+13 bytes would match common phrases, 50 bytes is about 13 tokens of English). An n-gram lies inside one
+unit (a document, an example, a stream segment between separators) and holds no chat special.
+
+Memory is set by the val side: every val split of a space is read whole, hashed (ngrams.py) and
+indexed once; each train split is then scanned once, streaming, against that index. The result
+(`leakage.json`, canonical JSON, no timings: the same caches give the same bytes):
+
+    {"format_version", "n": {"tokens": 13, "bytes": 50}, "max_fraction": null | float,
+     "train_splits": [{"name", "space", "positions"}],
+     "val_splits": [{"name", "space", "unit", "units", "ngrams", "fraction_any",
+                     "fraction": {train name: fraction},
+                     "top": [{"unit", "start", "ngrams", "fraction", "worst_train", "by_train", "excerpt"}]}],
+     "skipped": [{"name", "reason"}]}
+
+`fraction_any` counts an n-gram found in any train split; `top` lists the units (documents, examples,
+segments) with the highest such fraction, most n-grams first among equals. With `leakage.max_fraction`
+set, `check_gate` fails when any (val, train) fraction exceeds it, naming the worst pairs and units.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from niels_gpt.layout import REPORT_FORMAT_VERSION
+from niels_gpt.report.corpora import Split, excerpt, find_splits
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, windows_touching
+
+SPACES = ("tokens", "bytes")
+DIGITS = 6  # fractions are rounded in the JSON: stable text, far finer than any figure shows
+
+
+class LeakageError(ValueError):
+    """The gate: a val split shares more n-grams with a train split than leakage.max_fraction allows."""
+
+
+@dataclass
+class ValSide:
+    """One val split, hashed: its valid n-grams (see `_val_side`) and the unit each belongs to."""
+
+    split: Split
+    data: np.ndarray  # the whole split
+    starts: np.ndarray  # position of every unit
+    ends: np.ndarray  # end of every unit's text
+    unit_of: np.ndarray  # unit of every valid n-gram
+    hashes: np.ndarray  # hash of every valid n-gram (dropped once indexed)
+    key_of: np.ndarray | None = None  # position of every valid n-gram's hash in the space's index
+
+
+def _val_side(split: Split, n: int) -> ValSide:
+    """Read and hash one val split. Valid n-grams lie inside one unit's text (no separator, no eot)
+    and hold no special id."""
+    seq = split.sequence()
+    data = seq.read(0, len(seq))
+    starts, ends = split.unit_bounds(data)
+    hashes = rolling_hashes(data, n)
+    positions = np.arange(len(hashes))
+    units = np.searchsorted(starts, positions, side="right") - 1
+    valid = ends[units] >= positions + n
+    special = split.special_ids()
+    if special:
+        table = np.zeros(1 << 16, dtype=bool)
+        table[special] = True
+        valid &= ~windows_touching(table[data], n)
+    return ValSide(split, data, starts, ends, units[valid], hashes[valid])
+
+
+def _index(sides: list[ValSide]) -> NgramIndex:
+    """One index over the n-grams of every val split; sets each side's `key_of`."""
+    index, inverse = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides]))
+    lo = 0
+    for side in sides:
+        side.key_of, lo, side.hashes = inverse[lo : lo + len(side.hashes)], lo + len(side.hashes), None
+    return index
+
+
+def _round(x: float) -> float:
+    return round(float(x), DIGITS)
+
+
+def _top_units(side: ValSide, seen: dict[str, np.ndarray], top: int, tokenizer) -> tuple[float, list[dict]]:
+    """(fraction of the split's n-grams found in any train split, its `top` most affected units)."""
+    n_units = len(side.starts)
+    grams = np.bincount(side.unit_of, minlength=n_units)
+    any_seen = np.zeros(len(side.key_of), dtype=bool)
+    per_train = {}
+    for name, s in seen.items():
+        hit = s[side.key_of]
+        any_seen |= hit
+        per_train[name] = np.bincount(side.unit_of, weights=hit, minlength=n_units)
+    found = np.bincount(side.unit_of, weights=any_seen, minlength=n_units)
+    frac = np.divide(found, grams, out=np.zeros(n_units), where=grams > 0)
+    order = np.lexsort((np.arange(n_units), -grams, -frac))
+    rows = []
+    for u in order[:top]:
+        if found[u] == 0:
+            break
+        by_train = {name: _round(c[u] / grams[u]) for name, c in per_train.items() if c[u]}
+        rows.append(
+            {
+                "unit": int(u),
+                "start": int(side.starts[u]),
+                "ngrams": int(grams[u]),
+                "fraction": _round(frac[u]),
+                "worst_train": max(by_train, key=lambda k: (by_train[k], k)),
+                "by_train": by_train,
+                "excerpt": excerpt(side.split, side.data, int(side.starts[u]), int(side.ends[u]), tokenizer),
+            }
+        )
+    return (float(any_seen.mean()) if len(any_seen) else 0.0), rows
+
+
+def _val_row(side: ValSide, seen: dict[str, np.ndarray], top: int, tokenizer) -> dict:
+    fraction_any, rows = _top_units(side, seen, top, tokenizer)
+    total = max(len(side.key_of), 1)
+    return {
+        "name": side.split.name,
+        "space": side.split.space,
+        "unit": side.split.unit,
+        "units": len(side.starts),
+        "ngrams": len(side.key_of),
+        "fraction_any": _round(fraction_any),
+        "fraction": {name: _round(s[side.key_of].sum() / total) for name, s in seen.items()},
+        "top": rows,
+    }
+
+
+def _audit_space(splits: list[Split], n: int, *, top: int, num_threads: int, tokenizer, log) -> tuple[list, list]:
+    """Hash every val split of one space, scan every train split once; (val rows, train rows)."""
+    sides = [_val_side(s, n) for s in splits if s.split == "val"]
+    index = _index(sides)
+    log(f"{len(index):,} distinct val {n}-grams in {len(sides)} val splits ({index.nbytes / 1e6:,.1f} MB index)")
+    seen, train_rows = {}, []
+    for t in (s for s in splits if s.split == "train"):
+        seq = t.sequence()
+        seen[t.name] = scan_matches(seq, n, index, num_threads=num_threads)
+        train_rows.append({"name": t.name, "space": t.space, "positions": len(seq)})
+        log(f"scanned {t.name} train: {len(seq):,} positions, {int(seen[t.name].sum()):,} val {n}-grams found")
+    return [_val_row(side, seen, top, tokenizer) for side in sides], train_rows
+
+
+def audit(
+    cache_dir,
+    *,
+    n_tokens: int,
+    n_bytes: int,
+    top: int,
+    max_fraction: float | None = None,
+    num_threads: int = 2,
+    tokenizer=None,
+    log: Callable[[str], object] = lambda msg: print(msg, file=sys.stderr),
+) -> dict:
+    """The leakage result of every split under `cache_dir` (see the module docstring for its fields).
+
+    `tokenizer` (optional) decodes the beginning of each listed token unit for its excerpt.
+    """
+    splits, skipped = find_splits(cache_dir)
+    result = {
+        "format_version": REPORT_FORMAT_VERSION,
+        "n": {"tokens": n_tokens, "bytes": n_bytes},
+        "max_fraction": max_fraction,
+        "train_splits": [],
+        "val_splits": [],
+        "skipped": skipped,
+    }
+    for space, n in zip(SPACES, (n_tokens, n_bytes)):
+        chosen = [s for s in splits if s.space == space]
+        vals, trains = _audit_space(chosen, n, top=top, num_threads=num_threads, tokenizer=tokenizer, log=log)
+        result["val_splits"] += vals
+        result["train_splits"] += trains
+    return result
+
+
+def offenders(result: dict, max_fraction: float) -> list[tuple[float, dict, str]]:
+    """(fraction, val row, train name) of every pair above `max_fraction`, worst first."""
+    pairs = [(f, v, t) for v in result["val_splits"] for t, f in v["fraction"].items() if f > max_fraction]
+    return sorted(pairs, key=lambda p: (-p[0], p[1]["name"], p[2]))
+
+
+def check_gate(result: dict, units_named: int = 2) -> None:
+    """Raise LeakageError if max_fraction is set and exceeded: one line per offending (val, train) pair,
+    worst first, naming its most affected units."""
+    limit = result["max_fraction"]
+    if limit is None:
+        return
+    bad = offenders(result, limit)
+    if not bad:
+        return
+    lines = []
+    for fraction, val, train in bad:
+        n = result["n"][val["space"]]
+        units = sorted((u for u in val["top"] if train in u["by_train"]), key=lambda u: -u["by_train"][train])
+        named = "; ".join(
+            f"{val['unit']} {u['unit']} ({100 * u['by_train'][train]:.1f}% of its {u['ngrams']:,}): {u['excerpt']!r}"
+            for u in units[:units_named]
+        )
+        named = named or f"none of the {len(val['top'])} {val['unit']}s with the most overlap overall"
+        lines.append(f"{val['name']} val in {train} train: {100 * fraction:.2f}% of {n}-grams; most affected: {named}")
+    raise LeakageError(
+        f"leakage gate: {len(bad)} val/train pair(s) share more than leakage.max_fraction = {100 * limit:g}% "
+        "of the val split's n-grams:\n  - " + "\n  - ".join(lines) + "\n"
+        "remove the duplicated text from one side, or raise leakage.max_fraction (null = report only)"
+    )

@@ -1,0 +1,113 @@
+"""Exact mixing: which source every row comes from, so that each source's count tracks p * rows.
+
+`SmoothRoundRobin(p)` assigns rows one at a time to K sources with weights p (all > 0). Each p_i is
+read as the decimal Python prints for it (`repr`: the shortest decimal that rounds to the same float,
+i.e. the number the user wrote: 0.784 -> 784/1000) and scaled by the common denominator to an integer
+weight w_i; with W = sum(w), source i's target share is q_i = w_i / W, that is p_i / sum(p) (p only
+has to sum to 1 within the mixture tolerance). Everything below is exact integer arithmetic: no
+rounding error accumulates over billions of rows.
+
+State: one integer credit per source, c_i = w_i * n - W * count_i after n rows (so the credits sum to
+0 and count_i - q_i * n = -c_i / W). Rule for each row, Tijdeman's chairman assignment (1980) as
+earliest-deadline-first:
+  1. every credit grows by its weight: c_i += w_i;
+  2. eligible are the sources with c_i >= W / (2K - 2) (the row would not put them ahead of their
+     share by more than 1 - 1/(2K - 2));
+  3. the row goes to the eligible source whose next row is due first, the smallest
+     ((2K - 3) * W - (2K - 2) * c_i) / w_i (ties: the lower index), and its credit drops by W.
+Guarantee (Tijdeman's theorem; tested here over random weights): an eligible source always exists,
+and after any number of rows n, |count_i - q_i * n| <= 1 - 1/(2K - 2) < 1 for every source. The
+popular smooth weighted round-robin that picks the largest credit (nginx's) can miss by more than 1
+with six or more sources. With one source every row is its.
+
+Speed: the rule is a Python loop (~0.3 us per row and source). The assignment of the next k rows is
+a pure function of (credits, k), and the credits come back to 0 after every W rows (each count is then
+exactly its w_i), so a loader asking for B rows per step sees at most W / gcd(W, B) distinct credit
+states: the last MEMO_SIZE results are kept, and a mixture with short decimals (W = 10 for
+0.6/0.3/0.1, 1,000 for 0.784/0.196/0.02) costs a dict lookup per step after its first period.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+
+MEMO_SIZE = 1024  # (credits, rows) -> assignment results kept: every W <= 1,024 at any B; ~0.4 MB at B = 32
+
+
+def integer_weights(p: Sequence[float]) -> list[int]:
+    """The smallest integers proportional to the decimals of `p` (all > 0)."""
+    fractions = [Fraction(repr(float(x))) for x in p]
+    if not fractions or min(fractions) <= 0:
+        raise ValueError(f"round-robin weights must all be > 0, got {list(p)}")
+    denominator = math.lcm(*(f.denominator for f in fractions))
+    weights = [int(f * denominator) for f in fractions]
+    common = math.gcd(*weights)
+    return [w // common for w in weights]
+
+
+class SmoothRoundRobin:
+    """Row-by-row source assignment with every count within 1 of its share (module docstring)."""
+
+    def __init__(self, p: Sequence[float], credits: Sequence[int] | None = None):
+        self.weights = integer_weights(p)
+        self.total = sum(self.weights)
+        k = len(self.weights)
+        self._spread = max(2 * k - 2, 1)  # 2K - 2: eligibility is spread * c >= W
+        self._due = (self._spread - 1) * self.total  # (2K - 3) * W of the deadline key
+        self.credits = [0] * k if credits is None else self._checked(credits)
+        self._memo: dict[tuple, tuple[np.ndarray, tuple[int, ...]]] = {}
+
+    def _checked(self, credits: Sequence[int]) -> list[int]:
+        """Credits from a saved state: ints, one per source, summing to 0, each within W of 0."""
+        credits = list(credits)
+        ok = len(credits) == len(self.weights) and all(isinstance(c, int) and not isinstance(c, bool) for c in credits)
+        if not ok or sum(credits) != 0 or max(abs(c) for c in credits) >= self.total:
+            raise ValueError(
+                f"round-robin credits {credits} are not a state of these {len(self.weights)} weights "
+                "(one int per source, summing to 0, each smaller than the weights' sum)"
+            )
+        return credits
+
+    def counts(self, rows: int) -> list[int]:
+        """Rows each source has received after `rows` rows in all (from the credits, which must fit)."""
+        got = [divmod(w * rows - c, self.total) for w, c in zip(self.weights, self.credits)]
+        if any(rem or n < 0 for n, rem in got):
+            raise ValueError(f"round-robin credits {self.credits} do not fit {rows:,} rows")
+        return [n for n, _ in got]
+
+    def assign(self, rows: int) -> np.ndarray:
+        """Source index (int64) of each of the next `rows` rows; advances the credits."""
+        if len(self.weights) == 1:
+            return np.zeros(rows, dtype=np.int64)
+        key = (tuple(self.credits), rows)
+        known = self._memo.get(key)
+        if known is None:
+            known = self._run(rows)
+            if len(self._memo) < MEMO_SIZE:
+                self._memo[key] = known
+        which, credits = known
+        self.credits = list(credits)
+        return which.copy()
+
+    def _run(self, rows: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        """The rule of the module docstring for `rows` rows from the current credits (left unchanged):
+        (source of each row, credits after them)."""
+        w, total, spread, due = self.weights, self.total, self._spread, self._due
+        credits = list(self.credits)
+        which = np.empty(rows, dtype=np.int64)
+        for row in range(rows):
+            best, best_key, best_w = -1, 0, 1
+            for i, c in enumerate(credits):
+                c += w[i]
+                credits[i] = c
+                if spread * c >= total:
+                    key = due - spread * c  # the deadline is key / w[i]: compare by cross-multiplying
+                    if best < 0 or key * best_w < best_key * w[i]:
+                        best, best_key, best_w = i, key, w[i]
+            credits[best] -= total
+            which[row] = best
+        return which, tuple(credits)

@@ -1,0 +1,129 @@
+# The report: figures of every cache for `snakemake --report cache/report.html`, and the train/val
+# leakage audit (cache/report/leakage.json). Each family's figures are one job whose inputs are
+# exactly the caches it reads, so a figure is redrawn only when a cache it shows changes; the numbers
+# come from the caches and their meta.json (niels_gpt/report/stats.py), never from re-tokenizing.
+# Captions: rules/report/*.rst. leakage.max_fraction (null = report only) turns the audit into a gate.
+
+
+rule report_pretrain:
+    input:
+        PRETRAIN_TARGETS,
+    output:
+        tokens=report(FIGURE["pretrain_tokens"], caption="report/pretrain_tokens.rst", category="Pretrain"),
+        lengths=report(FIGURE["pretrain_doc_lengths"], caption="report/pretrain_doc_lengths.rst", category="Pretrain"),
+    params:
+        spec=report_spec(),
+        format_version=REPORT_FORMAT_VERSION,
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/pretrain.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/pretrain.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli report-figures --family pretrain --out-dir $(dirname {output.tokens})"
+        " --spec {params.spec:q} > {log} 2>&1"
+
+
+rule report_sft:
+    input:
+        SFT_TARGETS,
+    output:
+        lengths=report(FIGURE["sft_lengths"], caption="report/sft_lengths.rst", category="SFT"),
+        supervision=report(FIGURE["sft_supervision"], caption="report/sft_supervision.rst", category="SFT"),
+        mix=report(FIGURE["sft_mix"], caption="report/sft_mix.rst", category="SFT"),
+    params:
+        spec=report_spec("sft.mix"),
+        format_version=REPORT_FORMAT_VERSION,
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/sft.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/sft.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli report-figures --family sft --out-dir $(dirname {output.mix})"
+        " --spec {params.spec:q} > {log} 2>&1"
+
+
+rule report_tokenizer:
+    input:
+        model=TOKENIZER_MODEL,
+        caches=PRETRAIN_TARGETS + SFT_TARGETS,
+    output:
+        bpt=report(
+            FIGURE["tokenizer_bytes_per_token"], caption="report/tokenizer_bytes_per_token.rst", category="Tokenizer"
+        ),
+        vocab=report(FIGURE["tokenizer_vocab_use"], caption="report/tokenizer_vocab_use.rst", category="Tokenizer"),
+    params:
+        spec=report_spec(),
+        format_version=REPORT_FORMAT_VERSION,
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/tokenizer.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/tokenizer.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli report-figures --family tokenizer --tokenizer {input.model}"
+        " --out-dir $(dirname {output.bpt}) --spec {params.spec:q} > {log} 2>&1"
+
+
+rule report_streams:
+    input:
+        STREAM_TARGETS,
+    output:
+        mix=report(FIGURE["streams_mix"], caption="report/streams_mix.rst", category="Streams"),
+    params:
+        spec=report_spec("streams.p_train"),
+        format_version=REPORT_FORMAT_VERSION,
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/streams.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/streams.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli report-figures --family streams --out-dir $(dirname {output.mix})"
+        " --spec {params.spec:q} > {log} 2>&1"
+
+
+rule leakage:
+    input:
+        model=TOKENIZER_MODEL,
+        caches=PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS,
+    output:
+        json=LEAKAGE_JSON,
+    params:
+        spec=report_spec("leakage"),
+        format_version=REPORT_FORMAT_VERSION,
+    threads: 2
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/leakage.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/leakage.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli leakage --out {output.json} --tokenizer {input.model}"
+        " --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+
+
+rule report_leakage:
+    input:
+        LEAKAGE_JSON,
+    output:
+        heatmap=report(FIGURE["leakage"], caption="report/leakage.rst", category="Leakage"),
+        table=report(FIGURE["leakage_table"], caption="report/leakage_table.rst", category="Leakage"),
+    params:
+        spec=report_spec(),
+        format_version=REPORT_FORMAT_VERSION,
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/leakage_figures.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/leakage_figures.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli report-figures --family leakage --out-dir $(dirname {output.heatmap})"
+        " --spec {params.spec:q} > {log} 2>&1"

@@ -1,0 +1,94 @@
+"""Rolling n-gram hashes, the val-side index and the chunked train scan, against plain Python definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from niels_gpt.report.ngrams import BASE, Concatenated, NgramIndex, rolling_hashes, scan_matches, windows_touching
+
+MASK = (1 << 64) - 1
+
+
+def python_hash(gram) -> int:
+    h = 0
+    for v in gram:
+        h = (h * int(BASE) + int(v)) & MASK
+    return h
+
+
+@pytest.mark.parametrize("dtype, n", [(np.uint16, 13), (np.uint8, 50), (np.uint16, 1)])
+def test_rolling_hash_is_the_polynomial_of_every_ngram(dtype, n):
+    x = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, size=n + 40, dtype=dtype)
+    h = rolling_hashes(x, n)
+    assert h.dtype == np.uint64 and len(h) == 41
+    assert [int(v) for v in h] == [python_hash(x[i : i + n]) for i in range(41)]
+
+
+def test_sequences_shorter_than_n_have_no_ngrams():
+    assert len(rolling_hashes(np.arange(12, dtype=np.uint16), 13)) == 0
+    assert len(windows_touching(np.zeros(12, dtype=bool), 13)) == 0
+
+
+def test_equal_ngrams_hash_equal_anywhere_and_a_changed_id_changes_the_hash():
+    x = np.random.default_rng(1).integers(0, 16000, size=200, dtype=np.uint16)
+    x[150:163] = x[20:33]
+    h = rolling_hashes(x, 13)
+    assert h[150] == h[20]
+    y = x.copy()
+    y[26] += 1
+    assert rolling_hashes(y, 13)[20] != h[20]
+
+
+def test_windows_touching_flags_every_window_holding_a_flag():
+    flags = np.zeros(30, dtype=bool)
+    flags[[4, 20]] = True
+    got = windows_touching(flags, 5)
+    assert list(got) == [bool(flags[i : i + 5].any()) for i in range(26)]
+
+
+def test_index_lookup_returns_exactly_the_members():
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 2**63, size=5000, dtype=np.uint64) * np.uint64(2)
+    index, inverse = NgramIndex.from_hashes(np.concatenate([keys, keys[:100]]))
+    assert len(index) == len(np.unique(keys))
+    assert np.array_equal(index.keys[inverse], np.concatenate([keys, keys[:100]]))
+    queries = np.concatenate([keys[::7], rng.integers(0, 2**63, size=20000, dtype=np.uint64) * np.uint64(2) + 1])
+    found = index.keys[index.lookup(queries)]
+    members = set(keys.tolist())
+    assert sorted(found.tolist()) == sorted(q for q in queries.tolist() if q in members)
+
+
+def test_empty_index_finds_nothing():
+    index, _ = NgramIndex.from_hashes(np.zeros(0, dtype=np.uint64))
+    assert len(index.lookup(np.arange(10, dtype=np.uint64))) == 0
+    assert not scan_matches(Concatenated([np.arange(100, dtype=np.uint16)]), 3, index).any()
+
+
+def test_index_refuses_unsorted_keys():
+    with pytest.raises(ValueError, match="sorted and distinct"):
+        NgramIndex(np.array([5, 3], dtype=np.uint64))
+
+
+def test_concatenated_reads_across_arrays():
+    parts = [np.arange(0, 5), np.arange(5, 5), np.arange(5, 12), np.arange(12, 13)]
+    seq = Concatenated(parts)
+    assert len(seq) == 13
+    assert seq.read(3, 13).tolist() == list(range(3, 13)) and seq.read(5, 6).tolist() == [5]
+
+
+@pytest.mark.parametrize("chunk, threads", [(1, 1), (7, 2), (64, 2), (10_000, 1)])
+def test_scan_finds_every_val_ngram_whatever_the_chunks_and_shard_boundaries(chunk, threads):
+    rng = np.random.default_rng(3)
+    n = 13
+    val = rng.integers(5, 400, size=600, dtype=np.uint16)
+    train = rng.integers(5, 400, size=3000, dtype=np.uint16)
+    train[1000:1100] = val[200:300]  # copied: 88 of val's n-grams
+    train[1995:2010] = val[0:15]  # crosses the shard boundary at 2000
+    shards = [train[:2000], train[2000:2000], train[2000:]]
+    index, inverse = NgramIndex.from_hashes(rolling_hashes(val, n))
+    seen = scan_matches(Concatenated(shards), n, index, chunk=chunk, num_threads=threads)
+    train_grams = {tuple(train[i : i + n]) for i in range(len(train) - n + 1)}
+    expected = [tuple(val[i : i + n]) in train_grams for i in range(len(val) - n + 1)]
+    assert seen[inverse].tolist() == expected
+    assert sum(expected) == 88 + 3
