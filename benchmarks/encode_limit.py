@@ -161,7 +161,7 @@ def compare(
         ratios = [
             f"{ref}: wall {statistics.median(rw / w for (rw, _), w in zip(runs[ref], wall)):4.2f} "
             f"CPU {statistics.median(rc / c for (_, rc), (_, c) in zip(runs[ref], res)):4.2f}"
-            for ref in (pool_encode, pool_count)
+            for ref in ("encode_batch", pool_encode, pool_count)
         ]
         busy = statistics.median(c / w for w, c in res)
         print(

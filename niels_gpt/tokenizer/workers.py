@@ -19,7 +19,9 @@ Workers are started on the first batch from a fork server (a clean single-thread
 imported numpy and sentencepiece once, so a fork is safe whatever threads this process runs, and the
 second and later sets of workers in a process start in ~0.1 s instead of ~0.7 s), or spawned where
 fork servers do not exist (Windows). They ignore Ctrl-C: the parent handles it and shuts them down.
-An exception in `fn` is raised again in the parent by `map`.
+An exception in `fn` is raised again in the parent by `map`. As with any multiprocessing outside the
+fork method, each worker imports the main module again: a script that builds caches through the API
+must keep its top-level code under `if __name__ == "__main__":` (the CLIs and Snakemake rules do).
 """
 
 from __future__ import annotations
