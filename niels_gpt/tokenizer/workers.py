@@ -2,7 +2,7 @@
 
 Why processes: sentencepiece's own batch encoding runs its C++ in threads, but building the Python
 lists of ids it returns, and turning those into uint16 arrays, holds the GIL of the one calling
-process, so on real text a threaded build reaches ~0.65 of what separate processes reach. Here every
+process, so on real text a threaded build reached ~0.65 of what separate processes reach. Here every
 worker is a process holding its own copy of the tokenizer (the model bytes travel with it, so every
 worker encodes with exactly the parent's model), runs a module-level function `fn(tokenizer, batch)`
 that encodes AND packs its result into numpy arrays, and returns those (pickled as raw bytes); the
@@ -36,8 +36,9 @@ from typing import Any, TypeVar
 
 Result = TypeVar("Result")
 
-# Batches in flight per worker. Results are consumed in input order, so a batch that is slow to encode holds
-# back new submissions; with 4 per worker the others still have queued work (2 left them idle now and then).
+# Batches in flight per worker (~4 MiB of text each at encode.BATCH_CHARS). Results are consumed in input
+# order, so a batch that is slow to encode holds back new submissions; a queue this deep keeps the other
+# workers busy meanwhile, at a few MB of memory.
 AHEAD_PER_WORKER = 4
 START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 PRELOAD = ["numpy", "sentencepiece", "niels_gpt.tokenizer.model"]  # what every worker imports anyway
