@@ -15,9 +15,9 @@ after another, to the row with the least room >= s; that row keeps taking them u
 below s (a row with room r takes r // s of them), then the next fullest row does, so a group is the
 bucket walk "rows of room s, s+1, ... each taking room // s" (one cumulative sum over the counts finds
 where the group ends), then new rows of W // s each. The Python work is one step per bucket a group
-touches, never per example; lengths are at most W, so there are at most W groups. Rows of equal room
-are taken most recently filled first (the rule only decides which examples share a row; the rooms
-left are the same whatever the tie order).
+touches, never per example; lengths are at most W, so there are at most W groups. Among rows of equal
+room the most recently filled one is taken first (ties only decide which examples share a row: the
+rooms left are the same whatever the tie order), exactly as the example-by-example rule would.
 
 `PackedRows` stores the result as offsets (CSR): row r holds `examples[start[r]:start[r + 1]]` (indices
 into the sampleable examples) at slots `offsets[...]`. `slot_map(ids, seg, W)` lays rows `ids` out slot
@@ -69,9 +69,9 @@ class _Rooms:
         self.num_rows = 0
 
     def take(self, room: int, k: int) -> list[int]:
-        """Remove and return the k most recently added rows of room `room`."""
+        """Remove and return the k most recently added rows of room `room`, the most recent first."""
         bucket = self.rows_with[room]
-        taken = bucket[len(bucket) - k :]
+        taken = bucket[len(bucket) - k :][::-1]
         del bucket[len(bucket) - k :]
         self.count[room] -= k
         return taken
