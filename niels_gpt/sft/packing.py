@@ -20,10 +20,14 @@ room the most recently filled one is taken first (ties only decide which example
 rooms left are the same whatever the tie order), exactly as the example-by-example rule would.
 
 `PackedRows` stores the result as offsets (CSR): row r holds `examples[start[r]:start[r + 1]]` (indices
-into the sampleable examples) at slots `offsets[...]`. `slot_map(ids, seg, W)` lays rows `ids` out slot
-by slot for reading: the token position behind every slot (windows.kept_positions: the one
-definition of which tokens an example keeps), whether it holds a token, the example's number in its
-row (1..k; 0 = padding) and the slot's position inside its example (padding counts from 0 again).
+into the sampleable examples) at slots `offsets[...]`. For reading, `row_pieces` cuts every row once,
+at init, into runs of consecutive slots that read consecutive tokens: each example's one or two kept
+segments (placed with windows.kept_positions, the one definition of which token an example keeps
+where) and the row's padding; `slot_map(pieces, ids, W)` then lays out rows `ids` with one np.repeat
+per array: the token behind every slot, whether it holds one, the example's number in its row (1..k;
+0 = padding), the slot's position inside its example (the padding counts from 0 again) and where each
+example begins. Memory: about 30 bytes per example and row, next to the cache's one byte per token
+of loss mask.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from niels_gpt.sft.windows import Segments
+from niels_gpt.sft.windows import Segments, kept_positions
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,9 @@ def row_pieces(packed: PackedRows, seg: Segments, width: int) -> RowPieces:
     length, shift, first = (np.zeros(2 * n + rows, dtype=np.int64) for _ in range(3))
     segment, opens = np.zeros(2 * n + rows, dtype=np.int32), np.zeros(2 * n + rows, dtype=bool)
     length[one], length[two], length[pad] = seg.len1[ex], seg.len2[ex], width - used
-    shift[one], shift[two] = seg.lo1[ex] - begin, seg.lo2[ex] - seg.len1[ex] - begin
+    # a piece's first token is the example's kept token j = 0 (first segment) or j = len1 (second)
+    shift[one] = kept_positions(seg, ex, 0) - begin
+    shift[two] = kept_positions(seg, ex, seg.len1[ex]) - seg.len1[ex] - begin
     first[one], first[two], first[pad] = begin, begin, used
     segment[one], segment[two], opens[one] = k + 1, k + 1, True
     keep = length > 0

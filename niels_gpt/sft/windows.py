@@ -24,6 +24,8 @@ positions 1..W-1. Otherwise it is dropped, with a reason: "no_assistant_reply" (
 loss-active token at all) or "no_target_in_window" (head or tail truncation kept none; prompt
 truncation always keeps the final reply's eot). The SFT writer drops (for its T_max), the dataset
 excludes (for its T), and `info` counts cuts: all through `kept_segments` and `drop_codes`, so they agree.
+Where the j-th kept token of an example sits in the file is `kept_positions`: padded rows read it
+through `row_positions`, packed rows (packing.py) through their pieces.
 """
 
 from __future__ import annotations
