@@ -1,11 +1,12 @@
 """Train a tiny GPT on the caches: pretrain on every pretrain cache, then fine-tune on packed SFT rows.
 
-    python examples/train_tiny.py --cache cache --steps 300 --sft-steps 300 [--device cuda] [--resume]
+    python examples/train_tiny.py --cache cache --steps 200 --sft-steps 200 [--device cuda] [--resume]
 
-The model (about 0.2 M parameters at the defaults): token + learned position embeddings, pre-norm
-blocks of causal self-attention through F.scaled_dot_product_attention and an MLP, a tied output
-head. Packed SFT batches bring segment_ids and position_ids: attention takes block_causal_mask
-(a token sees only its own example) and the position embeddings the ids that restart per example.
+The model (0.1 M parameters plus 64 per vocabulary id: 1.1 M with the 16k tokenizer): token + learned
+position embeddings, two pre-norm blocks of causal self-attention through
+F.scaled_dot_product_attention and an MLP, 64 wide, a tied output head. Packed SFT batches bring
+segment_ids and position_ids: attention takes block_causal_mask (a token sees only its own example)
+and the position embeddings the ids that restart per example.
 Pretraining mixes the built pretrain caches in proportion to their train tokens; fine-tuning mixes
 the SFT caches by --sft-mix (y_masked targets, the loader's ignore_index). Both read MixedLoader in
 epoch mode. Every step prints the train loss; val loss (the mean over --eval-batches fixed batches of
@@ -113,12 +114,12 @@ def val_loss(model: GPT, val: MixedLoader, batches: int) -> float:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default="cache")
-    ap.add_argument("--steps", type=int, default=300, help="pretraining steps (default 300)")
-    ap.add_argument("--sft-steps", type=int, default=300, help="fine-tuning steps (default 300)")
+    ap.add_argument("--steps", type=int, default=200, help="pretraining steps (default 200)")
+    ap.add_argument("--sft-steps", type=int, default=200, help="fine-tuning steps (default 200)")
     ap.add_argument("--sft-mix", default='{"primer": 0.1, "oasst1": 0.7, "dolly15k": 0.2}', help="JSON weights")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--T", type=int, default=128, help="context length (default 128)")
-    ap.add_argument("--B", type=int, default=16, help="rows per batch (default 16)")
+    ap.add_argument("--B", type=int, default=8, help="rows per batch (default 8)")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--eval-batches", type=int, default=4)

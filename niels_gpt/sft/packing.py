@@ -152,10 +152,12 @@ class RowPieces:
     two) or the row's padding; pieces of length 0 are left out. Per piece: `length` slots; `shift` =
     token position - slot (consecutive slots read consecutive tokens; 0 on padding); `begin` the slot
     where its example (or the padding) begins; `segment` the example's number in its row, 1..k, 0 for
-    the padding; `opens` whether it is the first piece of an example."""
+    the padding; `opens` whether it is the first piece of an example; `x_length` its slots among the
+    first T of the row (the length, one less for the last piece of a row: that slot is only a target)."""
 
     start: np.ndarray
     length: np.ndarray
+    x_length: np.ndarray
     shift: np.ndarray
     begin: np.ndarray
     segment: np.ndarray
@@ -183,7 +185,9 @@ def row_pieces(packed: PackedRows, seg: Segments, width: int) -> RowPieces:
     owner = np.repeat(np.arange(rows, dtype=np.int64), 2 * np.diff(packed.start) + 1)[keep]  # row of each piece
     start = np.zeros(rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner, minlength=rows), out=start[1:])
-    return RowPieces(start, length[keep], shift[keep], first[keep], segment[keep], opens[keep])
+    x_length = length[keep]
+    x_length[start[1:] - 1] -= 1
+    return RowPieces(start, length[keep], x_length, shift[keep], first[keep], segment[keep], opens[keep])
 
 
 @dataclass(frozen=True)
@@ -210,9 +214,7 @@ def slot_map(pieces: RowPieces, ids, width: int) -> SlotMap:
     first, count = pieces.start[ids], pieces.start[ids + 1] - pieces.start[ids]
     ends = np.cumsum(count)
     at = np.repeat(first - (ends - count), count) + np.arange(int(ends[-1]) if B else 0, dtype=np.int64)
-    length, begin = pieces.length[at], pieces.begin[at]
-    in_x = length.copy()
-    in_x[ends - 1] -= 1  # the last slot of a row is only a target
+    length, in_x, begin = pieces.length[at], pieces.x_length[at], pieces.begin[at]
     slot = np.arange(width, dtype=np.int64)
     valid = np.repeat(pieces.segment[at] > 0, length).reshape(B, width)
     positions = np.repeat(pieces.shift[at], length).reshape(B, width)
