@@ -22,7 +22,8 @@ arrays: `segment_ids` (int32: 1..k = the k-th example of the row, 0 = padding) a
 (int64: the position inside its example, restarting at 0 at each example and at the padding). The
 target that crosses from one example into the next is ignored; every example's own targets are
 exactly its padded row's. Give the model `training.attention.block_causal_mask(segment_ids)` so
-that a token attends only to its own example, and the position ids.
+that a token attends only to its own example, and the position ids. `fill` is the share of row slots
+that hold a token, padded or packed.
 
 Examples with no loss-active target among their kept tokens for this T are excluded at init (so no
 batch row is ever entirely ignored); `num_excluded` counts them, `excluded` by reason

@@ -26,8 +26,8 @@ segments (placed with windows.kept_positions, the one definition of which token 
 where) and the row's padding; `slot_map(pieces, ids, W)` then lays out rows `ids` with one np.repeat
 per array: the token behind every slot, whether it holds one, the example's number in its row (1..k;
 0 = padding), the slot's position inside its example (the padding counts from 0 again) and where each
-example begins. Memory: about 30 bytes per example and row, next to the cache's one byte per token
-of loss mask.
+example begins. Memory: about 60 bytes per example (its place, its pieces), next to the dataset's
+one byte per token of loss mask.
 """
 
 from __future__ import annotations
