@@ -36,17 +36,11 @@ VOCAB = 16_004
 FIRST_ORDINARY = 263  # first learned piece: content never contains a special id
 
 
-def write_synthetic_cache(out: Path, n_examples: int, seed: int = 0) -> int:
-    """Write {out}/train_tokens.bin, train_idx.npy, meta.json; returns the token count."""
-    rng = np.random.default_rng(seed)
-    turns = rng.integers(1, 5, n_examples)  # user/assistant pairs
-    has_sys = rng.random(n_examples) < 0.3
-    n_msgs = 2 * turns + has_sys
-    ex_of_msg = np.repeat(np.arange(n_examples), n_msgs)
+def write_messages(out: Path, n_msgs: np.ndarray, roles: np.ndarray, content: np.ndarray, rng) -> int:
+    """Write {out}/train_tokens.bin, train_idx.npy, meta.json for examples of `n_msgs` messages each, whose
+    messages (all examples' in order) have role ids `roles` and `content` tokens of ordinary ids drawn
+    from `rng` (role token + content + eot, as the chat template renders them); returns the token count."""
     first_msg = np.concatenate([[0], np.cumsum(n_msgs)[:-1]])
-    k = np.arange(len(ex_of_msg)) - first_msg[ex_of_msg] - has_sys[ex_of_msg]  # -1 = system
-    roles = np.where(k < 0, SP["sys"], np.where(k % 2 == 0, SP["usr"], SP["asst"]))
-    content = np.minimum(rng.lognormal(3.8, 0.9, len(roles)).astype(np.int64), 3000)
     msg_len = content + 2  # role + content + eot
     msg_start = np.concatenate([[0], np.cumsum(msg_len)[:-1]])
     tokens = rng.integers(FIRST_ORDINARY, VOCAB, int(msg_len.sum())).astype("<u2")
@@ -58,6 +52,26 @@ def write_synthetic_cache(out: Path, n_examples: int, seed: int = 0) -> int:
     meta = {"special_token_ids": SP, "truncation": "head", "tokenizer_sha256": None, "built": True}
     (out / "meta.json").write_text(json.dumps(meta))
     return len(tokens)
+
+
+def chat_roles(pairs: np.ndarray, has_sys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(messages per example, role id of every message): an optional system message, then `pairs`
+    user/assistant pairs."""
+    n_msgs = 2 * pairs + has_sys
+    ex_of_msg = np.repeat(np.arange(len(pairs)), n_msgs)
+    first_msg = np.concatenate([[0], np.cumsum(n_msgs)[:-1]])
+    k = np.arange(len(ex_of_msg)) - first_msg[ex_of_msg] - has_sys[ex_of_msg]  # -1 = system
+    return n_msgs, np.where(k < 0, SP["sys"], np.where(k % 2 == 0, SP["usr"], SP["asst"]))
+
+
+def write_synthetic_cache(out: Path, n_examples: int, seed: int = 0) -> int:
+    """1-4 user/assistant pairs, a system message in 30 % of examples, log-normal content lengths."""
+    rng = np.random.default_rng(seed)
+    turns = rng.integers(1, 5, n_examples)  # user/assistant pairs
+    has_sys = rng.random(n_examples) < 0.3
+    n_msgs, roles = chat_roles(turns, has_sys)
+    content = np.minimum(rng.lognormal(3.8, 0.9, len(roles)).astype(np.int64), 3000)
+    return write_messages(out, n_msgs, roles, content, rng)
 
 
 def reference_get_batch(ds: SFTExampleDataset, starts, ends, *, B: int, generator):

@@ -1,4 +1,4 @@
-"""`SFTExampleDataset`: (x, y, y_masked) rows from an SFT cache split (see niels_gpt.sft.dataset)."""
+"""`SFTExampleDataset`: (x, y, y_masked) rows from an SFT cache split, padded or packed (see niels_gpt.sft.dataset)."""
 
 from niels_gpt.sft.dataset import SFTExampleDataset
 

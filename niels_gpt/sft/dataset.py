@@ -1,28 +1,41 @@
-"""SFTExampleDataset: memory-mapped SFT examples -> (x, y, y_masked) batches for training.
+"""SFTExampleDataset: memory-mapped SFT examples -> (x, y, y_masked) batches, padded or packed.
 
 Reads one split of an SFT cache (writer.py): `{split}_tokens.bin` (uint16 LE, memory-mapped, never
 read whole) and `{split}_idx.npy` (int64 start offsets). Special ids come from the sibling meta.json
-unless given.
+unless given. Reading never changes the cache: packing is a way of reading it.
 
-Per row: one example's kept tokens, at most T+1 of them in at most two segments of the example
-(windows.py: `head` keeps the first T+1, `tail` the last, `prompt` the final assistant reply whole and
-cuts the prompt side), computed for every example at init (`segments`, vectorized); a shorter example
-is padded with eot to T+1; x = seq[:-1], y = seq[1:]. y_masked is y where the target is loss-active and
--100 elsewhere (pad targets included). The loss mask is computed once at init on the whole file with
-`loss_mask_from_tokens` (reset at every example start), i.e. on whole examples before they are cut, and
-gathered at the kept positions, so it equals the `render_chat_sft` labels of the kept tokens, shifted.
-It costs one byte per token of RAM (a few MB for dolly or oasst1).
+Per example: its kept tokens, at most T+1 of them in at most two segments of the example (windows.py:
+`head` keeps the first T+1, `tail` the last, `prompt` the final assistant reply whole and cuts the
+prompt side), computed for every example at init (`segments`, vectorized). The loss mask is computed
+once at init on the whole file with `loss_mask_from_tokens` (reset at every example start), i.e. on
+whole examples before they are cut, and gathered at the kept positions, so it equals the
+`render_chat_sft` labels of the kept tokens. It costs one byte per token of RAM (a few MB for dolly or
+oasst1). A row is T+1 slots; x = row[:-1], y = row[1:]; y_masked is y where the target is loss-active
+and `ignore_index` (default -100, torch's; nanoGPT ignores -1) elsewhere.
+
+Padded (the default): one example per row, padded with eot to T+1 (pad targets ignored); an item is
+a kept example.
+Packed (`packing=True`): whole examples side by side, best-fit decreasing into rows of T+1 slots
+(packing.py; computed at init, a pure function of the cache, T and `seed`, which orders examples of
+equal length), the rest of a row eot padding; an item is a packed row. Rows come with two more (B, T)
+arrays: `segment_ids` (int32: 1..k = the k-th example of the row, 0 = padding) and `position_ids`
+(int64: the position inside its example, restarting at 0 at each example and at the padding). The
+target that crosses from one example into the next is ignored; every example's own targets are
+exactly its padded row's. Give the model `training.attention.block_causal_mask(segment_ids)` so
+that a token attends only to its own example, and the position ids. `fill` is the share of row slots
+that hold a token, padded or packed.
 
 Examples with no loss-active target among their kept tokens for this T are excluded at init (so no
-batch row is ever entirely -100); `num_excluded` counts them, `excluded` by reason (windows.DROP_REASONS),
-and `cut` counts the kept examples that are cut, by reason (windows.CUT_REASONS). A split built
-empty on purpose (meta `empty_splits`, e.g. val_frac 0) says so when asked for a batch.
+batch row is ever entirely ignored); `num_excluded` counts them, `excluded` by reason
+(windows.DROP_REASONS), and `cut` counts the kept examples that are cut, by reason
+(windows.CUT_REASONS). A split built empty on purpose (meta `empty_splits`, e.g. val_frac 0) says so
+when asked for a batch.
 
-Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B rows,
-uniformly over the kept examples, with replacement; then one gather for all B rows. Epoch mode
-(MixedLoader(mode="epoch")) reads the kept examples as items instead: `len(ds)` of them,
-`ds.rows(ids)`; `identity` names the data for a resumed loader's check (meta.json's sha256s of this
-split's files, and the truncation).
+Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B items (kept
+examples, or packed rows), uniformly, with replacement; then one gather for all B rows. Epoch mode
+(MixedLoader(mode="epoch")) reads the items in order instead: `len(ds)` of them, `ds.rows(ids)`;
+`identity` names the data for a resumed loader's check (meta.json's sha256s of this split's files,
+the truncation, and the packing seed when packed).
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from niels_gpt import layout
 from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
 from niels_gpt.hashing import sha256_json
+from niels_gpt.sft.packing import pack_examples, row_pieces, slot_map
 from niels_gpt.sft.windows import (
     CUT_REASONS,
     DROP_REASONS,
@@ -60,12 +74,16 @@ class SFTExampleDataset:
         truncation: str = "head",
         special_ids: dict[str, int] | None = None,
         tokenizer=None,
+        packing: bool = False,
+        seed: int = 0,
+        ignore_index: int = IGNORE_INDEX,
     ):
         check_truncation(truncation)
         if T < 1:
             raise ValueError(f"T must be >= 1, got {T}")
         self.tokens_path, self.idx_path = str(tokens_path), str(idx_path)
         self.T, self.device, self.eot_id, self.truncation = T, device, int(eot_id), truncation
+        self.seed, self.ignore_index = seed, int(ignore_index)
         self.meta = self._sibling_meta(tokenizer)
         self.special_ids = self._special_ids(special_ids, tokenizer)
         if self.special_ids["eot"] != self.eot_id:
@@ -85,6 +103,10 @@ class SFTExampleDataset:
         self.num_excluded = self.num_examples - len(self.kept)
         self.excluded = reason_counts(dropped, DROP_REASONS)
         self.cut = reason_counts(self.segments.cut, CUT_REASONS[truncation])
+        kept_lengths = self.segments.len1 + self.segments.len2
+        self.packed = pack_examples(kept_lengths, T + 1, seed) if packing else None
+        self.pieces = row_pieces(self.packed, self.segments, T + 1) if packing else None
+        self.fill = self._fill(kept_lengths)
 
     # -- construction helpers ------------------------------------------------------------------
     @classmethod
@@ -97,6 +119,9 @@ class SFTExampleDataset:
         device: str = "cpu",
         tokenizer=None,
         truncation: str | None = None,
+        packing: bool = False,
+        seed: int = 0,
+        ignore_index: int = IGNORE_INDEX,
     ) -> SFTExampleDataset:
         """The `split` of the cache in `cache_dir` (e.g. "cache/sft/oasst1"); truncation from meta."""
         meta = read_meta(os.path.join(cache_dir, layout.META))
@@ -115,6 +140,9 @@ class SFTExampleDataset:
             eot_id=meta["special_token_ids"]["eot"],
             truncation=truncation or meta.get("truncation", "head"),
             tokenizer=tokenizer,
+            packing=packing,
+            seed=seed,
+            ignore_index=ignore_index,
         )
 
     def _sibling_meta(self, tokenizer) -> dict | None:
@@ -164,21 +192,44 @@ class SFTExampleDataset:
             raise ValueError(f"{self.idx_path}: no offsets for {n_tok:,} tokens in {self.tokens_path}")
         return starts.astype(np.int64)
 
+    def _fill(self, kept_lengths: np.ndarray) -> float:
+        """The share of row slots that hold a token (the rest is padding)."""
+        rows = len(self.packed) if self.packed is not None else len(kept_lengths)
+        return float(kept_lengths.sum() / (rows * (self.T + 1))) if rows else 0.0
+
     # -- sampling ------------------------------------------------------------------------------
+    @property
+    def packing(self) -> bool:
+        return self.packed is not None
+
     def __len__(self) -> int:
-        """Examples that can be sampled (those with a loss-active target in their window)."""
-        return len(self.kept)
+        """Items that can be sampled: kept examples (padded), or packed rows."""
+        return len(self.packed) if self.packed is not None else len(self.kept)
 
     def rows(self, ids):
-        """(x, y, y_masked) as numpy int64 arrays for kept-example indices `ids` (0..len-1)."""
-        pos, valid = row_positions(self.segments.take(np.asarray(ids, dtype=np.int64)), self.T + 1)
+        """Items `ids` (0..len-1) as numpy arrays, each (len(ids), T): (x, y, y_masked) int64, and packed
+        also segment_ids (int32) and position_ids (int64)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.packed is None:
+            pos, valid = row_positions(self.segments.take(ids), self.T + 1)
+            return self._xy(pos, valid, None)
+        slots = slot_map(self.pieces, ids, self.T + 1)
+        x, y, y_masked = self._xy(slots.positions, slots.valid, slots.firsts)
+        return x, y, y_masked, slots.segment_ids, slots.position_ids
+
+    def _xy(self, pos: np.ndarray, valid: np.ndarray, firsts: np.ndarray | None):
+        """x, y, y_masked of rows whose slots read tokens `pos` where `valid` (eot elsewhere); a target
+        counts where it is loss-active, except, packed, at the first slot of an example (flat indices
+        `firsts`): that target would be predicted from the previous example."""
         seq = np.where(valid, self.tokens[pos], self.eot_id).astype(np.int64)
         active = self.mask[pos] & valid
+        if firsts is not None:
+            active.reshape(-1)[firsts] = False
         y = np.ascontiguousarray(seq[:, 1:])
-        return np.ascontiguousarray(seq[:, :-1]), y, np.where(active[:, 1:], y, IGNORE_INDEX)
+        return np.ascontiguousarray(seq[:, :-1]), y, np.where(active[:, 1:], y, self.ignore_index)
 
     def get_batch(self, *, B: int, generator=None):
-        """(x, y, y_masked), each (B, T) int64 on `device`; rows drawn uniformly over kept examples."""
+        """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
         import torch
 
         on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self._split_name())
@@ -193,24 +244,26 @@ class SFTExampleDataset:
                 f"({self.num_examples:,} examples, {self.num_excluded:,} excluded); nothing to sample"
             )
         ids = torch.randint(len(self), (B,), generator=generator).numpy()
-        x, y, ym = self.rows(ids)
-        return tuple(torch.from_numpy(a).to(self.device) for a in (x, y, ym))
+        return tuple(torch.from_numpy(a).to(self.device) for a in self.rows(ids))
 
     def _split_name(self) -> str | None:
         return next((s for s in layout.SPLITS if Path(self.tokens_path).name == layout.sft_tokens_name(s)), None)
 
     @property
     def identity(self) -> str:
-        """Digest of the split's files (meta.json's sha256s, else their sizes) and the truncation."""
+        """Digest of the split's files (meta.json's sha256s, else their sizes), the truncation and, packed,
+        the packing seed (T is the loader's own)."""
         files = (self.meta or {}).get("files") or {}
         listed = {}
         for path in (self.tokens_path, self.idx_path):
             name = os.path.basename(path)
             listed[name] = files[name]["sha256"] if name in files else os.path.getsize(path)
-        return sha256_json({"sft_files": listed, "truncation": self.truncation})
+        packing = {"packing_seed": self.seed} if self.packed is not None else {}
+        return sha256_json({"sft_files": listed, "truncation": self.truncation, **packing})
 
     def __repr__(self) -> str:
         return (
             f"SFTExampleDataset({self.tokens_path!r}, T={self.T}, truncation={self.truncation!r}, "
-            f"examples={len(self):,} kept / {self.num_examples:,}, excluded={self.num_excluded:,})"
+            f"examples={len(self.kept):,} kept / {self.num_examples:,}, excluded={self.num_excluded:,}"
+            + (f", packed into {len(self):,} rows, {self.fill:.1%} tokens)" if self.packed is not None else ")")
         )

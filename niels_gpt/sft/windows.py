@@ -24,6 +24,8 @@ positions 1..W-1. Otherwise it is dropped, with a reason: "no_assistant_reply" (
 loss-active token at all) or "no_target_in_window" (head or tail truncation kept none; prompt
 truncation always keeps the final reply's eot). The SFT writer drops (for its T_max), the dataset
 excludes (for its T), and `info` counts cuts: all through `kept_segments` and `drop_codes`, so they agree.
+Where the j-th kept token of an example sits in the file is `kept_positions`: padded rows read it
+through `row_positions`, packed rows (packing.py) through their pieces.
 """
 
 from __future__ import annotations
@@ -159,14 +161,20 @@ def format_reasons(counts: dict[str, int]) -> str:
     return f"{sum(counts.values()):,}" + (f" ({detail})" if detail else "")
 
 
+def kept_positions(seg: Segments, which, j) -> np.ndarray:
+    """The token position of the j-th kept token (0 <= j < len1 + len2) of examples `which` (arrays that
+    broadcast): inside the first segment lo1 + j, past it lo2 + (j - len1)."""
+    lo1, len1 = seg.lo1[which], seg.len1[which]
+    return lo1 + j + np.where(j >= len1, seg.lo2[which] - lo1 - len1, 0)
+
+
 def row_positions(seg: Segments, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions, valid), each (len(seg), width): the token position behind every row slot (0 where the
     row is padding) and whether the slot holds a kept token."""
     t = np.arange(width, dtype=np.int64)[None, :]
     pos = seg.lo1[:, None] + t
-    two = np.flatnonzero(seg.len2)  # rows with a second segment (few): jump from the first's end to its start
+    two = np.flatnonzero(seg.len2)  # rows with a second segment (few): kept_positions, which jumps to it
     if len(two):
-        gap = (seg.lo2 - seg.lo1 - seg.len1)[two, None]
-        pos[two] += np.where(t >= seg.len1[two, None], gap, 0)
+        pos[two] = kept_positions(seg, two[:, None], t)
     valid = t < (seg.len1 + seg.len2)[:, None]
     return np.where(valid, pos, 0), valid

@@ -4,5 +4,6 @@ loader.py (`MixedLoader`: several caches mixed by weight, random or epoch mode, 
 sharding; public as `niels_gpt.cache.loader`); its epoch mode is built from epoch_order.py (a seeded
 O(1)-memory permutation per epoch and one rank's slice of it), round_robin.py (rows to sources, every
 count within 1 of its share) and epoch_mixer.py (both, per source, with their saved state); plan.py
-holds the fingerprint a resumed loader checks.
+holds the fingerprint a resumed loader checks, sources.py what a loader's sources must share.
+attention.py: `block_causal_mask`, the attention mask of packed SFT rows (one example per block).
 """

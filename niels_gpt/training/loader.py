@@ -3,8 +3,11 @@ by rank - the training-time loader.
 
 `MixedLoader(sources, p=..., B=..., seed=..., rank=0, world_size=1, mode="random")` is an endless
 iterator of `Batch`es. A source is anything with `get_batch(*, B, generator)` returning (x, y)
-(PretrainTokenStreamDataset, StreamBatcher) or (x, y, y_masked) (SFTExampleDataset), each (B, T);
-all sources of one loader must return the same number of tensors with the same T and device.
+(PretrainTokenStreamDataset, StreamBatcher), (x, y, y_masked) (SFTExampleDataset) or (x, y, y_masked,
+segment_ids, position_ids) (SFTExampleDataset(packing=True)), each (B, T); all sources of one loader
+must return the same fields with the same T and device (so packed and padded SFT sources are not
+mixed: `MixedLoader.sft(..., packing=True)` packs them all), and SFT sources the same ignore_index
+(`loader.ignore_index`, for the loss). What the sources must share is checked once (sources.py).
 Sources with weight 0 are dropped before anything else (never read, not part of `names`), so adding
 a zero-weight source never changes a batch.
 
@@ -19,7 +22,7 @@ Ranks sample independently (rank r's stream depends on (seed, step, r) only); th
 mode="epoch": every item of a source is read once per epoch of that source. Each source is then
 also a sequence of items: `len(source)` and `source.rows(ids)` -> the tuple get_batch returns, as
 numpy arrays, for items `ids` (stride-T windows of a pretrain split or a byte stream, kept SFT
-examples). For each step:
+examples, packed SFT rows). For each step:
   1. round_robin.SmoothRoundRobin(p) assigns the B rows to sources, so that after any number n of
      rows each source has its share p_i * n of them within 1 (counted across steps);
   2. each source with k rows reads its next k items: epoch_order.RankCursor over the seeded order
@@ -39,7 +42,6 @@ yields the batches the original would have yielded next (same caches, same torch
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,26 +51,37 @@ import numpy as np
 import torch
 
 from niels_gpt import layout
-from niels_gpt.cache.meta import read_meta
+from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.sampling import check_mixture, derive_seed, draw_sources
 from niels_gpt.training.epoch_mixer import EpochMixer
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
+from niels_gpt.training.sources import (
+    FIELDS,
+    check_same_tokenizer,
+    common_ignore_index,
+    open_weighted,
+    probe,
+    weighted,
+)
 
 MODES = ("random", "epoch")
-_PROBE_SEED = 0  # the one-row batch each source returns at init to check arity, T and device
 
 
 @dataclass(frozen=True)
 class Batch:
-    """x, y (and y_masked for SFT sources, else None): (B, T) int64 on the sources' device.
+    """x, y: (B, T) int64 on the sources' device; SFT sources add y_masked (int64), packed SFT sources
+    segment_ids (int32, 0 = padding, 1..k = the k-th example of the row) and position_ids (int64,
+    restarting at 0 at each example); fields a source does not return are None.
     source: int64 (B,) on the CPU, row i came from `loader.names[source[i]]`. step: the batch number.
     epochs (epoch mode, else None): {name: epochs of that source this rank has completed}."""
 
     x: torch.Tensor
     y: torch.Tensor
-    y_masked: torch.Tensor | None
     source: torch.Tensor
     step: int
+    y_masked: torch.Tensor | None = None
+    segment_ids: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
     epochs: dict[str, int] | None = None  # epoch mode: completed epochs of each source after this batch
 
 
@@ -104,8 +117,9 @@ class MixedLoader:
         self.names = [name for name in sorted(p) if p[name] > 0]
         self.p = {name: float(p[name]) for name in self.names}
         self.sources = {name: sources[name] for name in self.names}
-        self.arity, self.T, self.device = self._probe()
-        self._check_same_tokenizer()
+        self.arity, self.T, self.device = probe(self.sources)
+        check_same_tokenizer(self.sources)
+        self.ignore_index = common_ignore_index(self.sources)
         self.identities = {name: getattr(src, "identity", None) for name, src in self.sources.items()}
         self.step = 0
         self.mixer = (
@@ -113,35 +127,6 @@ class MixedLoader:
             if mode == "epoch"
             else None
         )
-
-    def _probe(self) -> tuple[int, int, torch.device]:
-        """One-row batch from each source: same tuple arity (2 or 3), T and device, else one error."""
-        shapes = {}
-        for name, src in self.sources.items():
-            out = src.get_batch(B=1, generator=torch.Generator().manual_seed(_PROBE_SEED))
-            if not isinstance(out, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in out):
-                raise TypeError(f"source {name!r}: get_batch must return a tuple of tensors, got {type(out).__name__}")
-            shapes[name] = (len(out), tuple(out[0].shape), str(out[0].device))
-        arities = {name: s[0] for name, s in shapes.items()}
-        if len(set(arities.values())) != 1 or not set(arities.values()) <= {2, 3}:
-            raise ValueError(
-                f"sources of one loader must all return (x, y) or all (x, y, y_masked); tensors per batch by "
-                f"source: {arities}. Mix pretrain / byte sources and SFT sources in separate loaders"
-            )
-        rest = {name: s[1:] for name, s in shapes.items()}
-        if len(set(rest.values())) != 1 or len(next(iter(rest.values()))[0]) != 2:
-            listed = {name: f"shape {s[0]} on {s[1]}" for name, s in rest.items()}
-            raise ValueError(f"sources of one loader need (1, T) rows with the same T and device, got {listed}")
-        ((shape, device),) = set(rest.values())
-        return next(iter(arities.values())), shape[1], torch.device(device)
-
-    def _check_same_tokenizer(self) -> None:
-        shas = {name: (getattr(src, "meta", None) or {}).get("tokenizer_sha256") for name, src in self.sources.items()}
-        if len({s for s in shas.values() if s}) > 1:
-            raise ValueError(
-                f"caches of one loader were built with different tokenizers (sha256 by source: {shas}); "
-                "rebuild them with one tokenizer"
-            )
 
     # -- batches -------------------------------------------------------------------------------
     def batch_at(self, step: int) -> Batch:
@@ -173,18 +158,17 @@ class MixedLoader:
             rows = torch.from_numpy(np.flatnonzero(which == k)).to(out[0].device)
             for dst, src in zip(out, part):
                 dst[rows] = src
-        y_masked = out[2] if self.arity == 3 else None
-        return Batch(x=out[0], y=out[1], y_masked=y_masked, source=idx, step=step)
+        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step)
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
         which, arrays = self.mixer.next_arrays(self.B)
         if len(arrays) != self.arity:
             raise ValueError(f"sources returned {len(arrays)} arrays from rows(), {self.arity} from get_batch")
-        x, y, *rest = (torch.from_numpy(a).to(self.device) for a in arrays)
-        y_masked = rest[0] if rest else None
-        source = torch.from_numpy(which)
-        return Batch(x=x, y=y, y_masked=y_masked, source=source, step=self.step, epochs=self.mixer.epochs())
+        tensors = (torch.from_numpy(a).to(self.device) for a in arrays)
+        return Batch(
+            **dict(zip(FIELDS, tensors)), source=torch.from_numpy(which), step=self.step, epochs=self.mixer.epochs()
+        )
 
     def __iter__(self) -> MixedLoader:
         return self
@@ -257,8 +241,8 @@ class MixedLoader:
         def open_source(root: Path):
             return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
 
-        sources = _open_weighted(p, layout.pretrain_dir, cache_dir, open_source)
-        return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
+        sources = open_weighted(p, layout.pretrain_dir, cache_dir, open_source)
+        return cls(sources, p=weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
 
     @classmethod
     def sft(
@@ -275,42 +259,25 @@ class MixedLoader:
         world_size: int = 1,
         tokenizer=None,
         mode: str = "random",
+        packing: bool = False,
+        ignore_index: int = IGNORE_INDEX,
     ) -> MixedLoader:
-        """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0."""
+        """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0;
+        `packing=True` packs every source (packing seed: `seed`). With packing, p is each source's share of
+        rows, i.e. of tokens, no longer of examples."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
         def open_source(root: Path):
-            return SFTExampleDataset.from_cache_dir(root, split, T=T, device=device, tokenizer=tokenizer)
+            return SFTExampleDataset.from_cache_dir(
+                root,
+                split,
+                T=T,
+                device=device,
+                tokenizer=tokenizer,
+                packing=packing,
+                seed=seed,
+                ignore_index=ignore_index,
+            )
 
-        sources = _open_weighted(p, layout.sft_dir, cache_dir, open_source)
-        return cls(sources, p=_weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
-
-
-def _open_weighted(p: Mapping[str, float], source_dir, cache_dir, open_source) -> dict:
-    """`open_source(its folder)` for every source with weight > 0, after refusing one that was not built."""
-    check_mixture(p, p, what="loader mixture p")
-    sources = {}
-    for name, weight in _weighted(p).items():
-        root = Path(source_dir(cache_dir, name))
-        _refuse_not_built(root, name, weight)
-        sources[name] = open_source(root)
-    return sources
-
-
-def _weighted(p: Mapping[str, float]) -> dict[str, float]:
-    return {name: float(w) for name, w in sorted(p.items()) if w > 0}
-
-
-def _refuse_not_built(root: Path, name: str, weight: float) -> None:
-    meta_path = root / layout.META
-    if not os.path.exists(meta_path):
-        raise FileNotFoundError(
-            f"{meta_path}: no meta.json for source {name!r} (weight {weight}); build the cache "
-            "first (`snakemake -j4 cache/all`) or give it weight 0"
-        )
-    meta = read_meta(str(meta_path))
-    if meta.get("built") is False:
-        raise ValueError(
-            f"{root}: source {name!r} has weight {weight} but its cache was not built "
-            f"({meta.get('reason', 'no reason given')}); enable sources.{name}.enabled and rebuild, or give it weight 0"
-        )
+        sources = open_weighted(p, layout.sft_dir, cache_dir, open_source)
+        return cls(sources, p=weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
