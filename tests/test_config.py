@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import fnmatch
+import re
 from pathlib import Path
 
 import pytest
@@ -74,10 +77,40 @@ def test_load_config_merges_overrides(tmp_path):
     }
 
 
-def test_schema_file_is_packaged_beside_the_module():
-    assert SCHEMA_PATH.exists()
+def test_schema_file_ships_in_the_package_data():
+    """An installed niels_gpt reads config_schema.yaml beside config.py: setuptools must package it."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    patterns = re.search(r"\[tool\.setuptools\.package-data\]\s*niels_gpt\s*=\s*\[([^\]]*)\]", pyproject).group(1)
+    assert any(fnmatch.fnmatch(SCHEMA_PATH.name, p.strip().strip("\"'")) for p in patterns.split(","))
+    assert SCHEMA_PATH.parent == ROOT / "niels_gpt" and load_schema()["properties"]["seed"]["default"] == 42
 
 
 def test_mixture_names_must_be_known_sources():
     with pytest.raises(ConfigError, match=r"sft.mix.*unknown source\(s\) \['dolly'\]"):
         prepare_config({"sft": {"mix": {"primer": 0.1, "oasst1": 0.7, "dolly": 0.2}}})
+
+
+def schema_keys(node: dict, path: str = ""):
+    """Dotted names of the schema's leaf keys (a section with properties is not a key of its own)."""
+    if "properties" not in node:
+        yield path
+        return
+    for key, sub in node["properties"].items():
+        yield from schema_keys(sub, f"{path}.{key}".lstrip("."))
+
+
+def test_every_config_key_has_a_test_of_its_effect():
+    """tests/README.md maps every schema key to the tests of its effect; the tests must exist."""
+    rows = re.findall(r"^\| `([\w.]+)` \| (.+) \|$", (ROOT / "tests" / "README.md").read_text(), re.M)
+    mapped = {key: [t.strip() for t in tests.split(",")] for key, tests in rows}
+    keys = list(schema_keys(load_schema()))
+    assert len(keys) > 70 and len(mapped) == len(rows), "a key listed twice in tests/README.md"
+    assert sorted(set(keys) - set(mapped)) == [], "schema keys without a test of their effect in tests/README.md"
+    assert sorted(set(mapped) - set(keys)) == [], "tests/README.md lists keys the schema does not have"
+    for key, refs in mapped.items():
+        for ref in refs:
+            file, _, name = ref.partition("::")
+            source = (ROOT / "tests" / file).read_text()
+            tests = {n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+            assert name in tests, f"{key}: {ref} is not a test"
+            assert key.rsplit(".", 1)[-1] in source, f"{key}: {file} never names it"

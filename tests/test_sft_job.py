@@ -236,3 +236,29 @@ def test_t_max_drops_examples_with_no_reply_token_in_the_kept_window(tiny_tokeni
         assert len(cached_examples(out)) == metas[t_max]["train_examples"]
     assert metas[16]["train_examples"] == 10 and metas[16]["num_dropped"]["train"] == 10  # head: no reply in 17 tokens
     assert metas[512]["train_examples"] == 20 and metas[512]["num_dropped"]["train"] == 0
+
+
+@pytest.mark.parametrize("source", registry.SFT_SOURCES)
+@pytest.mark.parametrize("truncation", ["head", "tail", "prompt"])
+def test_truncation_of_each_source_decides_what_a_long_example_keeps(
+    tiny_tokenizer, tiny_tokenizer_path, tmp_path, monkeypatch, source, truncation
+):
+    from niels_gpt.cache.sft_dataset import SFTExampleDataset
+
+    long_prompt = [ChatMessage("user", "the river " * 40), ChatMessage("assistant", "yes")]
+    long_reply = [ChatMessage("user", "hi"), ChatMessage("assistant", "the stone " * 40)]
+    samples = [ChatSample(m, source, {"group": i}) for i, m in enumerate([long_prompt, long_reply] * 5)]
+    monkeypatch.setattr(registry, "sft_input", lambda cfg, source: (iter(samples), {}))
+    cfg = prepare_config({"sft": {"t_max": 16}, "sources": {source: {"val_frac": 0.0, "truncation": truncation}}})
+    meta = build_sft_source(cfg, source, tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path))
+    train = meta["splits"]["train"]
+    want = {  # (examples kept, dropped for lack of a target in the window, cut by reason)
+        "head": (5, 5, {"end": 5}),
+        "tail": (10, 0, {"start": 10}),
+        "prompt": (10, 0, {"prompt": 5, "reply": 5}),
+    }[truncation]
+    assert (train["num_examples"], train["dropped"]["no_target_in_window"], train["cut"]) == want
+    ds = SFTExampleDataset.from_cache_dir(tmp_path, "train", T=16, tokenizer=tiny_tokenizer)
+    x, y, y_masked = ds.rows(np.arange(len(ds)))
+    yes = tiny_tokenizer.encode("yes")[0]
+    assert ds.truncation == truncation and bool((y_masked == yes).any()) == (truncation != "head")

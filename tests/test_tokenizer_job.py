@@ -66,7 +66,8 @@ def test_cli_reports_a_missing_model_path_in_one_line(tmp_path, capsys):
     assert err.startswith("error: tokenizer.model_path") and "Traceback" not in err
 
 
-def trained(tmp_path, name: str, **tokenizer) -> tuple[dict, "spm.SentencePieceProcessor"]:  # noqa: F821
+def trained(tmp_path, name: str, **tokenizer) -> tuple:
+    """(meta, the trained model as a SentencePieceProcessor) of the SMALL config with `tokenizer` keys."""
     import sentencepiece as spm
 
     cfg = prepare_config({**SMALL, "tokenizer": {**SMALL["tokenizer"], **tokenizer}})
