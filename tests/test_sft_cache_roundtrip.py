@@ -116,7 +116,7 @@ def test_failed_build_leaves_nothing_and_removes_stale_cache(tiny_tokenizer, tmp
     with pytest.raises(ValueError, match="example 5: no assistant message"):
         build(tiny_tokenizer, tmp_path / "c", chats=bad)
     assert os.listdir(tmp_path / "c") == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="example 5: no assistant message"):
         build(tiny_tokenizer, tmp_path / "new", chats=bad)
     assert not (tmp_path / "new").exists()
 
