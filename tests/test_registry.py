@@ -75,6 +75,12 @@ def test_roam_is_presplit_by_file_with_recorded_lists(demo):
     assert inp.provenance["root"] == str(root / "roam") and "randperm" in inp.provenance["split_rule"]
     assert registry.roam_root(cfg) == str(root / "roam")
     assert registry.roam_root(deep_merge(cfg, {"demo": False})) == ".roam-data"
+    other = root / "other_notes"  # demo_root names the notes folder the demo reads
+    for name in ("a.md", "b.md"):
+        (other / name).parent.mkdir(exist_ok=True)
+        (other / name).write_text(f"note {name}", encoding="utf-8")
+    moved = registry.pretrain_input(deep_merge(cfg, {"sources": {"roam": {"demo_root": str(other)}}}), "roam")
+    assert sorted(s.text for split in (moved.train, moved.val) for s in split) == ["note a.md", "note b.md"]
 
 
 def test_tokenizer_texts_are_the_train_side(demo):

@@ -382,12 +382,11 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (3, 1, 3)  # a disabled source: one job
 
 
-def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_of_built, monkeypatch, capsys):
+def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_of_built, capsys):
     """pretrain.num_parts: 2 for real: both streamed sources (two data files each) as two part jobs and a
-    merge, the merged caches verify; a part rebuilt with another seed is refused by the merge."""
+    merge, the merged caches verify; a part of another source is refused by the merge."""
     from niels_gpt.cache.cli import main
     from niels_gpt.command_line import run_cli
-    from niels_gpt.config import deep_merge
 
     wf, parts = copy_of_built, {"pretrain": {"num_parts": 2}}
     targets = [f"cache/pretrain/{source}/meta.json" for source in ("fineweb_edu", "gutenberg")]
@@ -407,21 +406,18 @@ def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_o
         assert meta["train_tokens"] == SMALL["sources"][source]["max_train_tokens"]
     assert all(status == "ok" for _, status, _ in verify_all(cache)), verify_all(cache)
 
-    # part 1 of fineweb_edu rebuilt with another seed (as a job run with another config would): refused
-    merged = (cache / "pretrain" / "fineweb_edu" / "meta.json").read_bytes()
-    monkeypatch.chdir(wf)  # the sample data paths of the config are relative to the workdir
-    part_dir = "cache/pretrain/fineweb_edu/parts/part_001"
-    spec = json.dumps(deep_merge(SMALL, {"seed": 7, **parts}))
-    build = ["build-pretrain", "--source", "fineweb_edu", "--part", "1", "--tokenizer", "cache/tokenizer/spm.model"]
-    assert run_cli(main, [*build, "--out-dir", part_dir, "--num-threads", "1", "--spec", spec]) == 0
-    merge = ["merge-pretrain", "--source", "fineweb_edu", "--out-dir", "cache/pretrain/fineweb_edu"]
+    # gutenberg's part 1 copied over fineweb_edu's (a folder mix-up between sources): the merge refuses it
+    fineweb = cache / "pretrain" / "fineweb_edu"
+    merged = (fineweb / "meta.json").read_bytes()
+    shutil.rmtree(fineweb / "parts" / "part_001")
+    shutil.copytree(cache / "pretrain" / "gutenberg" / "parts" / "part_001", fineweb / "parts" / "part_001")
     spec = json.dumps({"pretrain": {"shard_bytes": SMALL["pretrain"]["shard_bytes"], "num_parts": 2}})
     capsys.readouterr()
-    assert run_cli(main, [*merge, "--spec", spec]) == 1
+    assert run_cli(main, ["merge-pretrain", "--source", "fineweb_edu", "--out-dir", str(fineweb), "--spec", spec]) == 1
     assert capsys.readouterr().err == (
-        f"error: {part_dir}/meta.json: provenance.part.seed=7 but part 0 has 42; rebuild the parts with one config\n"
+        f"error: {fineweb}/parts/part_001/meta.json: a part of source 'gutenberg', not 'fineweb_edu'\n"
     )
-    assert (cache / "pretrain" / "fineweb_edu" / "meta.json").read_bytes() == merged  # the merged cache untouched
+    assert (fineweb / "meta.json").read_bytes() == merged  # the merged cache untouched
 
 
 def _val(result: dict, name: str) -> dict:
