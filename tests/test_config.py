@@ -169,6 +169,14 @@ def test_command_line_strings_are_coerced_to_the_type_the_schema_asks(given, key
             {"streams": {"p_train": {"wiki": 0.5, "roam": 0.5, "books": 0.0}}},
             "key 'streams.p_train': unknown source(s) ['books']; expected some of wiki, roam, primer",
         ),
+        (
+            {"sft": {"mix": {"primer": 0.1, "oasst1": 0.7, "dolly": 0.2}}},
+            "  - key 'sft.mix': unknown source(s) ['dolly']; expected some of dolly15k, oasst1, primer",
+        ),
+        (
+            {"sft": {"mix": {"primer": 0.5, "oasst1": 0.2, "dolly15k": 0.2}}},
+            "  - key 'sft.mix': probabilities must sum",
+        ),
         ({"streams": {"enabled_sources": ["wiki", "web"]}}, "key 'streams.enabled_sources': unknown source(s) ['web']"),
         ({"streams": {"required_sources": ["web"]}}, "key 'streams.required_sources': unknown source(s) ['web']"),
         (
