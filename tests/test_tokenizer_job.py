@@ -76,7 +76,9 @@ def trained(tmp_path, name: str, **tokenizer) -> tuple:
 
 
 def learned_scores(sp) -> list[float]:
-    return [sp.get_score(i) for i in range(sp.get_piece_size()) if sp.is_unknown(i) is False and sp.get_score(i) != 0]
+    """Scores of the learned pieces (not <unk>, the specials, byte pieces, or the 0-scored \\n and \\t)."""
+    fixed = (sp.is_unknown, sp.is_control, sp.is_byte)
+    return [sp.get_score(i) for i in range(sp.get_piece_size()) if not any(f(i) for f in fixed) and sp.get_score(i)]
 
 
 @pytest.mark.usefixtures("isolated_hf_cache")
