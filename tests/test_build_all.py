@@ -52,3 +52,49 @@ def run_readme_python_blocks(workdir) -> None:
         exec(compile(usage, "README.md", "exec"), {})
     finally:
         os.chdir(old)
+
+
+def test_build_all_keeps_an_existing_tokenizer_unless_told_to_retrain(
+    tmp_path, isolated_hf_cache, tiny_tokenizer_path, tiny_tokenizer, monkeypatch, capsys
+):
+    """The tokenizer step alone: the cache builders are replaced by stand-ins recording the model they get."""
+    import shutil
+
+    from niels_gpt.pretrain import job as pretrain_job
+    from niels_gpt.sft import job as sft_job
+    from niels_gpt.streams import job as streams_job
+
+    used = []
+    monkeypatch.setattr(
+        pretrain_job, "build_pretrain_source", lambda cfg, s, tokenizer_path, out_dir: used.append(tokenizer_path)
+    )
+    monkeypatch.setattr(
+        sft_job, "build_sft_source", lambda cfg, s, tokenizer_path, out_dir: {"built": False, "source": s}
+    )
+    monkeypatch.setattr(streams_job, "build_stream_from_config", lambda cfg, s, out: None)
+    cache = tmp_path / "cache"
+    (cache / "tokenizer").mkdir(parents=True)
+    model = cache / "tokenizer" / "spm.model"
+    shutil.copy(tiny_tokenizer_path, model)
+    args = [
+        "build-all",
+        "--cache-dir",
+        str(cache),
+        "--demo",
+        "--spec",
+        '{"tokenizer": {"vocab_size": 450, "sample_chars": 60000}}',
+    ]
+
+    assert run_cli(main, args) == 0
+    assert f"tokenizer: keeping {model} (--retrain-tokenizer to train again)" in capsys.readouterr().out
+    assert (
+        model.read_bytes() == open(tiny_tokenizer_path, "rb").read()
+        and not (cache / "tokenizer" / "meta.json").exists()
+    )
+    assert used == [str(model)] * 4
+
+    assert run_cli(main, [*args, "--retrain-tokenizer"]) == 0
+    assert "keeping" not in capsys.readouterr().out
+    meta = json.loads((cache / "tokenizer" / "meta.json").read_text())
+    assert meta["vocab_size"] == 454 and meta["sha256"] != tiny_tokenizer.sha256
+    assert meta["trained_on"]["sample_chars_cap"] == 60_000

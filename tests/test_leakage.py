@@ -125,3 +125,22 @@ def test_fractions_count_ngram_positions_not_distinct_ngrams(trees, tiny_tokeniz
     assert wiki["top"] == []
     tokens = np.concatenate([tiny_tokenizer.encode(d) for d in WIKI_VAL]).size
     assert wiki["ngrams"] <= tokens
+
+
+def test_cli_ngram_lengths_and_listed_units_follow_the_leakage_keys(trees, tmp_path, capsys, tiny_tokenizer):
+    out = tmp_path / "leakage.json"
+    settings = ["leakage.n_tokens=20", "leakage.n_bytes=80", "leakage.top_units=0"]
+    rc, _, _ = cli(
+        capsys, "leakage", "--set", f"cache_dir={trees[1]}", *(a for s in settings for a in ("--set", s)), "--out", out
+    )
+    assert rc == 0
+    result = json.loads(out.read_text())
+    assert result["n"] == {"tokens": 20, "bytes": 80}
+    wiki = val_row(result, "pretrain/wikitext")
+    assert wiki["ngrams"] == sum(max(len(tiny_tokenizer.encode(d)) - 19, 0) for d in WIKI_VAL)
+    stream = val_row(result, "streams/wiki")
+    assert stream["ngrams"] == sum(max(len(s.encode()) - 79, 0) for s in WIKI_SEGMENTS["val"])
+    assert all(v["top"] == [] for v in result["val_splits"]) and wiki["fraction"]["pretrain/roam"] > 0
+    assert cli(capsys, "leakage", "--set", f"cache_dir={trees[1]}", "--out", out)[0] == 0
+    default = json.loads(out.read_text())  # top_units 10: the affected documents are listed
+    assert val_row(default, "pretrain/wikitext")["top"][0]["unit"] == PLANTED_DOC

@@ -133,10 +133,19 @@ def test_rank_may_differ_when_loading_a_state(cache_dir):
     assert other.rank == 1 and same(next(other), pretrain(cache_dir, rank=1, world_size=2).batch_at(3))
 
 
-@pytest.mark.parametrize("rank, world_size", [(-1, 2), (2, 2), (0, 0), (1.0, 2)])
-def test_invalid_rank_is_refused(cache_dir, rank, world_size):
-    with pytest.raises(ValueError, match="rank|world_size"):
+@pytest.mark.parametrize(
+    "rank, world_size, message",
+    [
+        (-1, 2, "rank must be an int with 0 <= rank < 2, got -1"),
+        (2, 2, "rank must be an int with 0 <= rank < 2, got 2"),
+        (0, 0, "world_size must be an int with world_size >= 1, got 0"),
+        (1.0, 2, "rank must be an int with 0 <= rank < 2, got 1.0"),
+    ],
+)
+def test_invalid_rank_is_refused(cache_dir, rank, world_size, message):
+    with pytest.raises(ValueError) as e:
         pretrain(cache_dir, rank=rank, world_size=world_size)
+    assert str(e.value) == message
 
 
 @pytest.mark.parametrize(
@@ -225,3 +234,49 @@ def test_tokenizer_mismatch_error_reaches_the_user_unchanged(cache_dir, tiny_tok
             make(cache_dir, p=p, T=T, B=B, seed=0, tokenizer=other)
         assert str(via_loader.value) == str(direct.value) and "sha256" in str(direct.value)
     assert MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=B, seed=0, tokenizer=tiny_tokenizer).names == sorted(SFT_P)
+
+
+def test_caches_of_different_tokenizers_are_refused_naming_each_sha256(cache_dir, tiny_tokenizer, tmp_path):
+    import shutil
+
+    from niels_gpt.tokenizer import train_sentencepiece
+
+    other = train_sentencepiece(tiny_corpus(200, seed=9), tmp_path / "other.model", vocab_size=380, num_threads=1)
+    root = tmp_path / "cache"
+    shutil.copytree(cache_dir / "sft", root / "sft")
+    shutil.rmtree(root / "sft" / "primer")
+    build_sft_cache(random_chats(30, seed=2), str(root / "sft" / "primer"), tokenizer=other, val_frac=0.1, seed=0)
+    with pytest.raises(ValueError) as e:
+        MixedLoader.sft(root, p=SFT_P, T=T, B=B, seed=0)
+    shas = {"dolly15k": tiny_tokenizer.sha256, "oasst1": tiny_tokenizer.sha256, "primer": other.sha256}
+    assert str(e.value) == (
+        f"caches of one loader were built with different tokenizers (sha256 by source: {shas}); "
+        "rebuild them with one tokenizer"
+    )
+    assert MixedLoader.sft(root, p={"primer": 1.0}, T=T, B=B, seed=0).names == ["primer"]  # alone it is fine
+
+
+def test_a_weighted_source_without_meta_is_refused_with_the_path(cache_dir, tmp_path):
+    import shutil
+
+    root = tmp_path / "cache"
+    shutil.copytree(cache_dir / "pretrain", root / "pretrain")
+    (root / "pretrain" / "wikitext" / "meta.json").unlink()  # a build that never finished
+    with pytest.raises(FileNotFoundError) as e:
+        pretrain(root)
+    assert str(e.value) == (
+        f"{root}/pretrain/wikitext/meta.json: no meta.json for source 'wikitext' (weight 0.3); build the cache "
+        "first (`snakemake -j4 cache/all`) or give it weight 0"
+    )
+    assert pretrain(root, p={"fineweb_edu": 0.7, "gutenberg": 0.3, "wikitext": 0.0}).names == [
+        "fineweb_edu",
+        "gutenberg",
+    ]
+
+
+@pytest.mark.parametrize("state", [{}, {"fingerprint": {}}, [("step", 3)], None])
+def test_a_state_without_step_is_refused(cache_dir, state):
+    loader = pretrain(cache_dir)
+    with pytest.raises(ValueError, match=r"^not a MixedLoader state \(no 'step'\): "):
+        loader.load_state_dict(state)
+    assert loader.step == 0

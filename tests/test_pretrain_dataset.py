@@ -100,5 +100,5 @@ def test_missing_or_temporary_only_shards_are_refused(tmp_path):
     np.arange(100, dtype="<u2").tofile(d / "shard_00000.bin.tmp")
     with pytest.raises(FileNotFoundError, match="no shard_"):
         PretrainTokenStreamDataset(d, T=4)
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(NotADirectoryError, match=rf"^{tmp_path / 'nope'}: no such shard directory; build the cache"):
         PretrainTokenStreamDataset(tmp_path / "nope", T=4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import tiny_corpus
 
@@ -13,6 +14,7 @@ from niels_gpt.data import registry
 from niels_gpt.data.registry import PretrainInput
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.pretrain import job as pretrain_job
+from niels_gpt.splits import val_mask
 
 
 def fake_stream_input(texts):
@@ -34,19 +36,21 @@ def fake_stream_input(texts):
     return PretrainInput("stream", stream(), None, None, prov)
 
 
-def test_disabled_source_writes_not_built_meta(tmp_path):
-    cfg = prepare_config({"sources": {"gutenberg": {"enabled": False}}})
+@pytest.mark.parametrize("source", registry.PRETRAIN_SOURCES)
+def test_disabled_source_writes_not_built_meta(tmp_path, source):
+    cfg = prepare_config({"sources": {source: {"enabled": False}}})
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "shard_00000.bin").write_bytes(b"\0\0")  # stale shard of an earlier build
     meta = pretrain_job.build_pretrain_source(
-        cfg, "gutenberg", tokenizer_path="missing.model", out_dir=tmp_path, log=lambda s: None
+        cfg, source, tokenizer_path="missing.model", out_dir=tmp_path, log=lambda s: None
     )
     assert meta == read_meta(str(tmp_path / "meta.json"))
     check_required(meta, REQUIRED_PRETRAIN)
-    assert meta["built"] is False and "enabled" in meta["reason"]
+    assert meta["built"] is False and meta["reason"] == f"sources.{source}.enabled is false"
     assert (meta["train_tokens"], meta["val_tokens"]) == (0, 0)
     assert [list((tmp_path / s).iterdir()) for s in ("train", "val")] == [[], []]
-    with pytest.raises((ValueError, FileNotFoundError), match="not built|no shard"):
+    refusal = rf"{tmp_path}: this pretrain cache was not built \(sources.{source}.enabled is false\); enable"
+    with pytest.raises(ValueError, match=refusal):
         PretrainTokenStreamDataset(tmp_path / "train", T=4)
 
 
@@ -97,7 +101,7 @@ def test_cli_builds_roam_from_a_notes_folder(tmp_path, tiny_tokenizer_path, caps
             "--out-dir",
             str(out),
             "--set",
-            "sources.roam.max_val_tokens=1_000",
+            "sources.roam.max_val_tokens=1_00",
             "--set",
             "seed=5",
             "--num-threads",
@@ -108,8 +112,11 @@ def test_cli_builds_roam_from_a_notes_folder(tmp_path, tiny_tokenizer_path, caps
     )
     assert rc == 0
     meta = read_meta(str(out / "meta.json"))
-    assert meta["built"] and meta["train_tokens"] > 0 and 0 < meta["val_tokens"] <= 1000 and meta["seed"] == 5
+    assert meta["built"] and meta["train_tokens"] > 0 and meta["val_tokens"] == 100 and meta["seed"] == 5
     assert "pre-split" in meta["split_rule"] and meta["provenance"]["val_frac"] == 0.2
+    files = meta["provenance"]["files"]
+    assert (len(files["train"]), len(files["val"])) == (16, 4)  # a fifth of the 20 notes
+    assert set(files["val"]) == {f"note{i:02d}.md" for i, v in enumerate(val_mask(20, 0.2, 5)) if v}
     printed = capsys.readouterr().out
     assert f"train: {meta['train_tokens']:,} tokens in 1 shard" in printed
 
@@ -153,7 +160,10 @@ def test_cli_disabled_source(tmp_path, capsys):
 
 
 @pytest.mark.usefixtures("isolated_hf_cache")
-def test_raw_gutenberg_books_lose_their_boilerplate_and_meta_counts_it(tmp_path, tiny_tokenizer_path):
+@pytest.mark.parametrize("strip_boilerplate", [True, False])
+def test_raw_gutenberg_books_lose_their_boilerplate_and_meta_counts_it(
+    tmp_path, tiny_tokenizer_path, strip_boilerplate
+):
     from loader_fixtures import raw_gutenberg_book, write_parquet
 
     from niels_gpt.tokenizer import SentencePieceTokenizer
@@ -169,26 +179,32 @@ def test_raw_gutenberg_books_lose_their_boilerplate_and_meta_counts_it(tmp_path,
         "demo_data_files": {"en": str(path)},
         "shuffle_buffer": 0,
         "val_doc_prob": 0.5,
+        "strip_boilerplate": strip_boilerplate,
     }
     cfg = prepare_config({"demo": True, "seed": 1, "sources": {"gutenberg": gutenberg}})
     meta = pretrain_job.build_pretrain_source(
         cfg, "gutenberg", tokenizer_path=tiny_tokenizer_path, out_dir=tmp_path / "out", log=lambda s: None
     )
+    tok = SentencePieceTokenizer(tiny_tokenizer_path)
+    decoded = []
+    for s in ("train", "val"):
+        tokens = PretrainTokenStreamDataset(tmp_path / "out" / s, T=1).maps[0]
+        decoded += [
+            tok.decode(doc.tolist()) for doc in np.split(tokens, np.flatnonzero(tokens == tok.eot_id) + 1) if len(doc)
+        ]
+    assert meta["train_documents"] + meta["val_documents"] == 6 == len(decoded) and meta["val_documents"] > 0
+    assert not any("\ufeff" in d or "\r" in d for d in decoded)  # normalization, whatever the setting
+    if not strip_boilerplate:  # the books whole: header, markers, footer
+        assert meta["cleaning"] == {"skipped_blank": 1}
+        assert sorted(decoded) == sorted(t.replace("\r\n", "\n")[1:] for t in texts[:6])
+        return
     removed = sum(len(t.replace("\r\n", "\n")) - 1 - len(b) for t, b in zip(texts, bodies))  # - 1: the BOM
     assert meta["cleaning"] == {
         "skipped_blank": 1,
         "boilerplate_books_stripped": 6,
         "boilerplate_chars_removed": removed,
     }
-    tok = SentencePieceTokenizer(tiny_tokenizer_path)
-    decoded = {
-        tok.decode(
-            [t for t in PretrainTokenStreamDataset(tmp_path / "out" / s, T=1).maps[0].tolist() if t != tok.eot_id]
-        )
-        for s in ("train", "val")
-    }
-    assert meta["train_documents"] + meta["val_documents"] == 6 and meta["val_documents"] > 0
-    assert not any("GUTENBERG" in d or "\ufeff" in d or "\r" in d for d in decoded)
+    assert sorted(decoded) == sorted(bodies)
 
 
 def test_cli_stops_on_a_split_that_would_be_empty(tmp_path, tiny_tokenizer_path):
@@ -210,3 +226,54 @@ def test_cli_stops_on_a_split_that_would_be_empty(tmp_path, tiny_tokenizer_path)
     assert read_meta(str(tmp_path / "out" / "meta.json"))["empty_splits"] == {
         "val": "max_val_tokens is 0: built without val on purpose"
     }
+
+
+# ---- config keys of the pretrain sources, seen in the shards ----
+
+
+def demo_config(root, source: str, settings: dict) -> dict:
+    """The loader fixtures' demo tree with `settings` for `source` (enabled)."""
+    from loader_fixtures import write_demo_tree
+
+    from niels_gpt.config import deep_merge
+
+    return prepare_config(deep_merge(write_demo_tree(root), {"sources": {source: {"enabled": True, **settings}}}))
+
+
+def shard_tokens(split_dir) -> list[int]:
+    from niels_gpt.token_files import list_shards
+
+    return [t for p in list_shards(split_dir) for t in np.fromfile(p, dtype="<u2").tolist()]
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+@pytest.mark.parametrize("source", registry.PRETRAIN_SOURCES)
+def test_budgets_cut_each_source_exactly(tmp_path, tiny_tokenizer_path, source):
+    stream = {"val_doc_prob": 0.5} if source in registry.STREAMED_SOURCES else {}
+    built = {}
+    for name, budgets in (("cut", {"max_train_tokens": 10, "max_val_tokens": 3}), ("all", {})):
+        cfg = demo_config(tmp_path / name / "demo", source, {**stream, **budgets})
+        out = tmp_path / name / "out"
+        built[name] = pretrain_job.build_pretrain_source(
+            cfg, source, tokenizer_path=tiny_tokenizer_path, out_dir=out, log=lambda s: None
+        )
+        for split in ("train", "val"):
+            assert len(shard_tokens(out / split)) == built[name][f"{split}_tokens"]
+    assert (built["cut"]["train_tokens"], built["cut"]["val_tokens"]) == (10, 3)
+    assert built["all"]["train_tokens"] > 10 and built["all"]["val_tokens"] > 3  # the budgets cut something
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+@pytest.mark.parametrize("source", registry.STREAMED_SOURCES)
+def test_val_doc_prob_decides_how_many_documents_go_to_val(tmp_path, tiny_tokenizer_path, source):
+    val_docs = {}
+    for prob in (0.5, 0.9):
+        cfg = demo_config(tmp_path / str(prob) / "demo", source, {"val_doc_prob": prob, "max_val_tokens": None})
+        meta = pretrain_job.build_pretrain_source(
+            cfg, source, tokenizer_path=tiny_tokenizer_path, out_dir=tmp_path / str(prob) / "out", log=lambda s: None
+        )
+        assert (
+            meta["val_doc_prob"] == prob and meta["train_documents"] + meta["val_documents"] == meta["documents_seen"]
+        )
+        val_docs[prob] = meta["val_documents"]
+    assert 0 < val_docs[0.5] < val_docs[0.9]

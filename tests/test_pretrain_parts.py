@@ -340,3 +340,65 @@ def test_a_part_may_hold_no_val_but_the_merge_fails_when_the_whole_source_would(
     )
     assert all((tmp_path / "parts" / part_name(k) / "meta.json").is_file() for k in range(2))
     assert not (tmp_path / "meta.json").exists() and not list_shards(tmp_path / "train")
+
+
+def mismatched_parts(unlimited, tmp_path, edit) -> Path:
+    """A copy of the 2-part build whose part 1 meta.json `edit` changed (as if built otherwise)."""
+    import shutil
+
+    parts = tmp_path / "parts"
+    shutil.copytree(unlimited[2] / "parts", parts)
+    path = parts / part_name(1) / "meta.json"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+    return parts
+
+
+def _set(*keys, value):
+    def edit(meta):
+        node = meta
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            _set("dataset_revision", value="1" * 40),
+            f"dataset_revision='{'1' * 40}' but part 0 has None; the hub moved between the part jobs: pin "
+            "sources.<source>.revision to a commit, then rebuild the parts",
+        ),
+        (
+            _set("tokenizer_sha256", value="f" * 64),
+            "tokenizer_sha256='" + "f" * 64 + "' but part 0 has '{sha}'; every part must come from one config and "
+            "tokenizer, then rebuild the parts",
+        ),
+        (_set("vocab_size", value=999), "vocab_size=999 but part 0 has 404; every part must come from one config"),
+        (_set("format_version", value=0), "format_version=0 but part 0 has"),
+        (_set("val_doc_prob", value=0.5), "val_doc_prob=0.5 but part 0 has 0.2;"),
+        (_set("shuffle_buffer", value=7), "shuffle_buffer=7 but part 0 has 40;"),
+        (
+            _set("provenance", "part", "seed", value=6),
+            "provenance.part.seed=6 but part 0 has 5; rebuild the parts with one config",
+        ),
+        (
+            _set("provenance", "part", "max_train_tokens", value=10),
+            "provenance.part.max_train_tokens=10 but part 0 has None",
+        ),
+        (_set("provenance", "source", value="gutenberg"), "a part of source 'gutenberg', not 'fineweb_edu'"),
+        (_set("provenance", "part", "index", value=0), "is part 0 of 2, expected part 1 of 2"),
+        (_set("built", value=False), "not a built part cache (built=False, no provenance.part)"),
+    ],
+)
+def test_merge_refuses_parts_that_do_not_belong_together(unlimited, tiny_tokenizer, tmp_path, edit, message):
+    parts = mismatched_parts(unlimited, tmp_path, edit)
+    with pytest.raises(ValueError) as e:
+        merge_pretrain_parts(parts, tmp_path / "out", num_parts=2, shard_bytes=SHARD_BYTES, source="fineweb_edu")
+    assert str(e.value).startswith(f"{parts / part_name(1) / 'meta.json'}: ")
+    assert message.format(sha=tiny_tokenizer.sha256) in str(e.value)
+    assert not (tmp_path / "out").exists()  # refused before anything is written

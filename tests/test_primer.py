@@ -118,7 +118,7 @@ def test_text_split_holds_out_whole_dialogues_deterministically():
 def test_text_split_drops_empty_blocks_and_needs_a_delimiter():
     train, val = split_primer_dialogues(DELIM + "a" + DELIM + "b", 0.0, 1, DELIM)
     assert (train, val) == ("a" + DELIM + "b", "")
-    with pytest.raises(ValueError, match="delimiter"):
+    with pytest.raises(ValueError, match=r"delimiter must be a non-empty string \(sources.primer.delimiter\)"):
         split_primer_dialogues("a", 0.1, 1, "")
 
 

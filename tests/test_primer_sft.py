@@ -57,7 +57,7 @@ def test_render_and_masking_sys_user_assistant(tiny_tokenizer):
     assert labels[asst_at + 1 :] == ids[asst_at + 1 :] and labels[-1] == sp["eot"]
 
 
-def test_split_is_deterministic_for_a_seed(tiny_tokenizer_path, tmp_path):
+def test_split_is_deterministic_for_a_seed(tiny_tokenizer, tiny_tokenizer_path, tmp_path):
     primer = write_primer(tmp_path / "primer.jsonl", random_chats(N, seed=8))
     assert build_primer(tmp_path, tiny_tokenizer_path, primer, out="a") == 0
     assert build_primer(tmp_path, tiny_tokenizer_path, primer, out="b") == 0
@@ -66,7 +66,11 @@ def test_split_is_deterministic_for_a_seed(tiny_tokenizer_path, tmp_path):
     assert (a / "val_idx.npy").read_bytes() == (b / "val_idx.npy").read_bytes()
     assert (a / "val_tokens.bin").read_bytes() == (b / "val_tokens.bin").read_bytes()
     assert (a / "val_tokens.bin").read_bytes() != (c / "val_tokens.bin").read_bytes()
-    assert val_mask(N, 0.1, 42) == val_mask(N, 0.1, 42) and sum(val_mask(N, 0.1, 42)) == 4
+    chats = random_chats(N, seed=8)
+    for out, seed in ((a, 42), (c, 1)):  # val holds exactly the lines the seeded split rule picks, in file order
+        held_out = [chat for chat, v in zip(chats, val_mask(N, 0.1, seed)) if v]
+        want = [t for chat in held_out for t in render_chat_sft(tiny_tokenizer, chat)[0]]
+        assert np.fromfile(out / "val_tokens.bin", dtype="<u2").tolist() == want and len(held_out) == 4
 
 
 def test_build_sft_primer_smoke(tiny_tokenizer, tiny_tokenizer_path, tmp_path, capsys):

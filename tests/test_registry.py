@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from loader_fixtures import write_demo_tree
+from loader_fixtures import DOLLY_ROWS, write_demo_tree
 
 from niels_gpt.config import deep_merge, prepare_config
 from niels_gpt.data import registry
@@ -74,6 +75,12 @@ def test_roam_is_presplit_by_file_with_recorded_lists(demo):
     assert inp.provenance["root"] == str(root / "roam") and "randperm" in inp.provenance["split_rule"]
     assert registry.roam_root(cfg) == str(root / "roam")
     assert registry.roam_root(deep_merge(cfg, {"demo": False})) == ".roam-data"
+    other = root / "other_notes"  # demo_root names the notes folder the demo reads
+    for name in ("a.md", "b.md"):
+        (other / name).parent.mkdir(exist_ok=True)
+        (other / name).write_text(f"note {name}", encoding="utf-8")
+    moved = registry.pretrain_input(deep_merge(cfg, {"sources": {"roam": {"demo_root": str(other)}}}), "roam")
+    assert sorted(s.text for split in (moved.train, moved.val) for s in split) == ["note a.md", "note b.md"]
 
 
 def test_tokenizer_texts_are_the_train_side(demo):
@@ -157,3 +164,156 @@ def test_registry_import_and_input_files_stay_light(demo):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == []
+
+
+# ---- the hub settings of every hub source reach datasets.load_dataset (demo off; a fake hub, offline) ----
+
+# Settings unlike the defaults, so a value the code ignored or hard-coded would reach the fake hub differently.
+HUB_SETTINGS = {
+    "fineweb_edu": {"dataset_id": "mirror/fineweb-edu", "config": "CC-TEST", "split": "web", "revision": "r-fw"},
+    "gutenberg": {"dataset_id": "mirror/gutenberg", "config": "books-en", "split": "books", "revision": "r-gb"},
+    "wikitext": {
+        "dataset_id": "mirror/wikitext",
+        "config": "wt-test",
+        "train_split": "wtrain",
+        "val_split": "wval",
+        "revision": "r-wt",
+    },
+    "dolly15k": {"dataset_id": "mirror/dolly", "split": "dtrain", "revision": "r-dolly"},
+    "oasst1": {"dataset_id": "mirror/oasst1", "split": "otrain", "revision": "r-oasst"},
+}
+
+
+def fake_hub(monkeypatch, root) -> list[dict]:
+    """datasets.load_dataset for the HUB_SETTINGS ids: records each call, serves the demo tree's files
+    for the split asked for (an unknown split fails as on the hub); local-file calls pass through."""
+    import datasets
+
+    real = datasets.load_dataset
+    served = {
+        "mirror/fineweb-edu": {"web": root / "fineweb_edu" / "part-0.parquet"},
+        "mirror/gutenberg": {"books": root / "gutenberg" / "books.parquet"},
+        "mirror/wikitext": {
+            "wtrain": root / "wikitext" / "train.parquet",
+            "wval": root / "wikitext" / "test.parquet",
+            "test": root / "wikitext" / "test.parquet",
+        },
+        "mirror/dolly": {"dtrain": root / "dolly15k" / "databricks-dolly-15k.jsonl"},
+        "mirror/oasst1": {"otrain": root / "oasst1" / "train.parquet"},
+    }
+    calls = []
+
+    def load_dataset(path, name=None, *, split, streaming=False, revision=None, **kwargs):
+        if path in ("parquet", "json"):
+            return real(path, name, split=split, streaming=streaming, **kwargs)
+        calls.append({"path": path, "name": name, "split": split, "revision": revision, "streaming": streaming})
+        if split not in served[path]:
+            raise ValueError(f'Unknown split "{split}". Should be one of {list(served[path])}.')
+        file = str(served[path][split])
+        return real(
+            "json" if file.endswith(".jsonl") else "parquet", data_files={split: file}, split=split, streaming=streaming
+        )
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    return calls
+
+
+def hub_config(source: str, **extra) -> dict:
+    return prepare_config(deep_merge({"seed": 3, "sources": {source: HUB_SETTINGS[source]}}, extra))
+
+
+@pytest.mark.parametrize("source", ["fineweb_edu", "gutenberg"])
+def test_stream_hub_settings_reach_load_dataset(demo, monkeypatch, source):
+    root, _ = demo
+    calls = fake_hub(monkeypatch, root)
+    inp = registry.pretrain_input(hub_config(source), source)
+    texts = sorted(s.text for s in inp.stream)
+    s = HUB_SETTINGS[source]
+    assert calls == [
+        {
+            "path": s["dataset_id"],
+            "name": s["config"],
+            "split": s["split"],
+            "revision": s["revision"],
+            "streaming": True,
+        }
+    ]
+    want = pq_texts(root / ("fineweb_edu/part-0.parquet" if source == "fineweb_edu" else "gutenberg/books.parquet"))
+    assert texts == sorted(want)
+    assert (
+        inp.provenance["revision_requested"] == s["revision"]
+        and inp.provenance["stream"]["revision_requested"] == s["revision"]
+    )
+
+
+def pq_texts(path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).column("text").to_pylist()
+
+
+def test_wikitext_hub_settings_reach_load_dataset(demo, monkeypatch):
+    root, _ = demo
+    calls = fake_hub(monkeypatch, root)
+    inp = registry.pretrain_input(hub_config("wikitext"), "wikitext")
+    train, val = [s.meta["title"] for s in inp.train], [s.meta["title"] for s in inp.val]
+    assert (train, val) == (["Alpha River", "Beta Stone"], ["Delta"])  # wval is served from the test file
+    s = HUB_SETTINGS["wikitext"]
+    assert [(c["path"], c["name"], c["split"], c["revision"]) for c in calls] == [
+        (s["dataset_id"], s["config"], split, s["revision"]) for split in ("wtrain", "wval")
+    ]
+    lines = registry.wikitext_lines(hub_config("wikitext"))  # the wiki byte stream reads the same splits
+    assert lines["val"] == [" = Delta = ", " Delta waits . "] and [c["split"] for c in calls[2:4]] == ["wtrain", "wval"]
+
+
+@pytest.mark.parametrize("source", ["dolly15k", "oasst1"])
+def test_sft_hub_settings_reach_load_dataset_and_the_cache(demo, monkeypatch, tiny_tokenizer_path, tmp_path, source):
+    from niels_gpt.sft.job import build_sft_source
+
+    root, _ = demo
+    calls = fake_hub(monkeypatch, root)
+    meta = build_sft_source(hub_config(source), source, tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path))
+    s = HUB_SETTINGS[source]
+    assert calls == [
+        {"path": s["dataset_id"], "name": None, "split": s["split"], "revision": s["revision"], "streaming": False}
+    ]
+    assert meta["dataset_name"] == s["dataset_id"] and meta["provenance"]["revision_requested"] == s["revision"]
+    want = len(DOLLY_ROWS) if source == "dolly15k" else 8  # 4 trees of 2 threads each
+    assert meta["train_examples"] + meta["val_examples"] == want
+
+
+@pytest.mark.parametrize("source", registry.HUB_SOURCES)
+def test_demo_reads_the_demo_data_files_and_never_the_hub(demo, monkeypatch, source):
+    root, cfg = demo
+    calls = fake_hub(monkeypatch, root)
+    if source in registry.SFT_SOURCES:
+        samples, prov = registry.sft_input(cfg, source)
+        assert list(samples)
+        reads = [prov]
+    else:
+        inp = registry.pretrain_input(cfg, source)
+        for split in (inp.stream, inp.train, inp.val):
+            assert split is None or list(split)
+        reads = [inp.provenance[k] for k in ("stream", "train", "val") if k in inp.provenance]
+    files = {f["path"] for read in reads for f in read["data_files"]}
+    globs = cfg["sources"][source]["demo_data_files"].values()
+    want = {f for pattern in globs for f in glob.glob(pattern)}
+    assert calls == [] and files and files <= want
+    assert all(read["local"] is True and read["revision"] is None for read in reads)
+
+
+@pytest.mark.parametrize("source", registry.STREAMED_SOURCES)
+def test_shuffle_buffer_size_decides_the_stream_order(demo, source):
+    _, cfg = demo
+
+    def order(buffer: int) -> list[str]:
+        return [
+            s.text
+            for s in registry.pretrain_input(
+                deep_merge(cfg, {"sources": {source: {"shuffle_buffer": buffer}}}), source
+            ).stream
+        ]
+
+    unshuffled, small, large = order(0), order(2), order(64)
+    assert sorted(small) == sorted(large) == sorted(unshuffled)
+    assert len({tuple(unshuffled), tuple(small), tuple(large)}) == 3

@@ -12,7 +12,7 @@ from report_tree import PLANTED_DOC, WIKI_VAL, build_report_tree
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
 from niels_gpt.layout import REPORT_FIGURES
-from niels_gpt.report.plotting import count
+from niels_gpt.report.plotting import count, pct
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -87,3 +87,18 @@ def test_leakage_table_is_self_contained_html_naming_the_planted_document(drawn)
 def test_leakage_figures_need_the_audit_first(tmp_path, capsys):
     rc = run_cli(main, ["report-figures", "--family", "leakage", "--set", f"cache_dir={tmp_path}"])
     assert rc == 1 and "no leakage audit; run `python -m niels_gpt.cache.cli leakage` first" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "family, figure, key, weights",
+    [
+        ("sft", "sft_mix.svg", "sft.mix", {"primer": 0.37, "oasst1": 0.41, "dolly15k": 0.22}),
+        ("streams", "streams_mix.svg", "streams.p_train", {"wiki": 0.53, "roam": 0.29, "primer": 0.18}),
+    ],
+)
+def test_mixture_figures_show_the_configured_weights(tree, tmp_path, family, figure, key, weights):
+    setting = "{" + ", ".join(f"{k}: {v}" for k, v in weights.items()) + "}"
+    args = ["report-figures", "--family", family, "--set", f"cache_dir={tree}", "--out-dir", str(tmp_path)]
+    assert run_cli(main, [*args, "--set", f"{key}={setting}"]) == 0
+    text = svg_text((tmp_path / figure).read_bytes())
+    assert all(pct(w) in text for w in weights.values()), text

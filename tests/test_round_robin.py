@@ -26,7 +26,7 @@ def test_weights_are_the_decimals_the_user_wrote():
     assert integer_weights([0.784, 0.196, 0.02]) == [196, 49, 5]
     assert integer_weights([0.1, 0.7, 0.2]) == [1, 7, 2]
     assert integer_weights([0.5]) == [1]
-    with pytest.raises(ValueError, match="> 0"):
+    with pytest.raises(ValueError, match=r"weights must all be > 0, got \[0.5, 0.0\]"):
         integer_weights([0.5, 0.0])
 
 

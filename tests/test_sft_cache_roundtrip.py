@@ -129,7 +129,7 @@ def test_failed_build_leaves_nothing_and_removes_stale_cache(tiny_tokenizer, tmp
     with pytest.raises(ValueError, match="example 5: no assistant message"):
         build(tiny_tokenizer, tmp_path / "c", chats=bad)
     assert os.listdir(tmp_path / "c") == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="example 5: no assistant message"):
         build(tiny_tokenizer, tmp_path / "new", chats=bad)
     assert not (tmp_path / "new").exists()
 
@@ -161,3 +161,18 @@ def test_special_token_strings_in_content_stay_text(tiny_tokenizer, tmp_path):
         tiny_tokenizer.asst_id,
         tiny_tokenizer.eot_id,
     ]
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_encode_batches_do_not_change_a_byte(tiny_tokenizer, tmp_path, monkeypatch, batch):
+    """Examples are rendered ENCODE_BATCH at a time; offsets and tokens must not depend on the batch size."""
+    from niels_gpt.sft import writer
+
+    long = [{"role": "user", "content": "the river " * 40}, {"role": "assistant", "content": "ok"}]
+    chats = [c for pair in zip(CHATS, [long] * len(CHATS)) for c in pair]  # drops between kept examples
+    whole = build(tiny_tokenizer, tmp_path / "whole", chats=chats, t_max=32)
+    monkeypatch.setattr(writer, "ENCODE_BATCH", batch)
+    batched = build(tiny_tokenizer, tmp_path / "batched", chats=chats, t_max=32)
+    assert whole["num_dropped"]["train"] > 0 and batched == whole
+    for name in output_names():
+        assert (tmp_path / "batched" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name

@@ -303,3 +303,47 @@ def test_cli_build_streams(demo, tmp_path, monkeypatch, capsys):
     assert (out / "primer_val.bin").read_bytes().count(b"assistant:") == 3
     assert run_cli(main, args + ["--set", "streams.T=100000"]) == 1
     assert "shorter than T+1 = 100,001 bytes" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+@pytest.mark.parametrize("source", ["wiki", "roam"])
+def test_doc_separator_joins_the_documents_of_wiki_and_roam(demo, source, tmp_path):
+    from niels_gpt.data.registry import wikitext_lines
+    from niels_gpt.data.roam import load_texts
+
+    sep = "\n<doc>\n"
+    cfg = deep_merge(demo, {"streams": {"doc_separator": sep}})
+    metas = build_stream_from_config(cfg, source, tmp_path)
+    for split in ("train", "val"):
+        if source == "wiki":
+            docs = wikitext_lines(cfg)[split]
+        else:
+            docs = load_texts([f["path"] for f in metas[split]["files"]])
+        assert len(docs) >= (2 if split == "train" else 1) and metas[split]["sep"] == sep
+        assert Path(stream_paths(tmp_path, source, split)[0]).read_bytes() == sep.join(docs).encode()
+
+
+def test_primer_delimiter_splits_the_text_into_the_dialogues_held_out_whole(demo, tmp_path):
+    from niels_gpt.splits import val_mask
+
+    delimiter = "\n===\n"
+    dialogues = [f"user: question {i}?\nassistant: answer {i}." for i in range(10)]
+    (tmp_path / "primer.txt").write_text(delimiter.join(dialogues), encoding="utf-8")
+    primer = {"text": str(tmp_path / "primer.txt"), "delimiter": delimiter, "val_frac": 0.2}
+    cfg = deep_merge(demo, {"seed": 3, "sources": {"primer": primer}})
+    metas = build_stream_from_config(cfg, "primer", tmp_path / "out")
+    held_out = [d for d, v in zip(dialogues, val_mask(10, 0.2, 3)) if v]
+    assert Path(stream_paths(tmp_path / "out", "primer", "val")[0]).read_bytes() == delimiter.join(held_out).encode()
+    assert metas["val"]["delimiter"] == delimiter and len(held_out) == 2
+    default = deep_merge(cfg, {"sources": {"primer": {"delimiter": DELIM}}})  # the whole file is one dialogue
+    with pytest.raises(ValueError, match=r"primer val: 0 bytes \(empty, and the source is required\)"):
+        build_stream_from_config(default, "primer", tmp_path / "default")
+
+
+def test_a_stream_not_in_enabled_sources_is_refused_naming_the_setting(demo, tmp_path):
+    cfg = deep_merge(demo, {"streams": {"enabled_sources": ["wiki", "primer"], "required_sources": ["wiki"]}})
+    with pytest.raises(
+        ValueError, match=r"stream source 'roam' is not in streams.enabled_sources \['wiki', 'primer'\]"
+    ):
+        build_stream_from_config(cfg, "roam", tmp_path)
+    assert not tmp_path.joinpath("roam_train.bin").exists()

@@ -18,10 +18,11 @@ def test_trains_on_enabled_sources_and_writes_meta_last(tmp_path, isolated_hf_ca
     cfg = prepare_config({**SMALL, "sources": {"roam": {"enabled": False}}})
     meta = build_tokenizer(cfg, tmp_path)
     assert sorted(meta["trained_on"]["sources"]) == ["fineweb_edu", "wikitext"]
-    assert all(0 < s["chars"] <= 60_000 for s in meta["trained_on"]["sources"].values())
+    # sample_chars split evenly between the two enabled sources (each has far more text than that)
+    assert [s["chars"] for s in meta["trained_on"]["sources"].values()] == [60_000, 60_000]
     on_disk = json.loads((tmp_path / "meta.json").read_text())
     tok = SentencePieceTokenizer(tmp_path / "spm.model")
-    assert on_disk["sha256"] == tok.sha256 and on_disk["vocab_size"] == 504
+    assert on_disk["sha256"] == tok.sha256 and on_disk["vocab_size"] == tok.vocab_size == 504
     assert on_disk["special_token_ids"] == tok.special_ids
 
 
@@ -63,3 +64,53 @@ def test_cli_reports_a_missing_model_path_in_one_line(tmp_path, capsys):
     assert rc == 1
     err = capsys.readouterr().err
     assert err.startswith("error: tokenizer.model_path") and "Traceback" not in err
+
+
+def trained(tmp_path, name: str, **tokenizer) -> tuple:
+    """(meta, the trained model as a SentencePieceProcessor) of the SMALL config with `tokenizer` keys."""
+    import sentencepiece as spm
+
+    cfg = prepare_config({**SMALL, "tokenizer": {**SMALL["tokenizer"], **tokenizer}})
+    meta = build_tokenizer(cfg, tmp_path / name)
+    return meta, spm.SentencePieceProcessor(model_file=str(tmp_path / name / "spm.model"))
+
+
+def learned_scores(sp) -> list[float]:
+    """Scores of the learned pieces (not <unk>, the specials, byte pieces, or the 0-scored \\n and \\t)."""
+    fixed = (sp.is_unknown, sp.is_control, sp.is_byte)
+    return [sp.get_score(i) for i in range(sp.get_piece_size()) if not any(f(i) for f in fixed) and sp.get_score(i)]
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+def test_model_type_bpe_trains_a_bpe_model(tmp_path):
+    # a BPE model scores its merges by rank (-1, -2, ...); a unigram model by log probability
+    _, unigram = trained(tmp_path, "unigram")
+    meta, bpe = trained(tmp_path, "bpe", model_type="bpe")
+    assert meta["model_type"] == "bpe"
+    assert all(s == int(s) for s in learned_scores(bpe)) and len(learned_scores(bpe)) > 200
+    assert not all(s == int(s) for s in learned_scores(unigram))
+    text = "  Lossless\ttoo: 漢字, code\n    indented\n"
+    tok = SentencePieceTokenizer(tmp_path / "bpe" / "spm.model")
+    assert tok.decode(tok.encode(text)) == text and tok.vocab_size == 504
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+def test_character_coverage_decides_which_rare_characters_fall_back_to_bytes(tmp_path):
+    from niels_gpt.data.registry import tokenizer_texts
+
+    cfg = prepare_config(SMALL)
+    sources = ("fineweb_edu", "wikitext", "roam")  # enabled: the training sample is 40,000 chars of each
+    sample = "".join("".join(tokenizer_texts(cfg, s))[: 120_000 // len(sources)] for s in sources)
+    byte_pieces = {}
+    for coverage in (0.98, 1.0):
+        meta, sp = trained(tmp_path, str(coverage), character_coverage=coverage)
+        assert meta["character_coverage"] == coverage
+        ids = sp.encode(sample)
+        byte_pieces[coverage] = sum(sp.is_byte(i) for i in ids)
+    assert byte_pieces[1.0] == 0 < byte_pieces[0.98]
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+def test_num_threads_reaches_the_trainer(tmp_path):
+    shas = {n: trained(tmp_path, f"threads{n}", num_threads=n)[0]["sha256"] for n in (1, 2)}
+    assert shas[1] != shas[2]  # the model records the trainer's settings (and unigram EM sums per thread)

@@ -32,6 +32,15 @@ def line_of(out: str, name: str) -> str:
     return next(line for line in out.splitlines() if line.startswith(name + " "))
 
 
+def problems_of(out: str, name: str) -> str:
+    """The lines of one artifact in verify's output: its own line and the problem lines under it."""
+    lines = out.splitlines()
+    start = lines.index(line_of(out, name))
+    rest = lines[start + 1 :]
+    more = next((i for i, line in enumerate(rest) if not line.startswith(" ")), len(rest))
+    return "\n".join(lines[start : start + 1 + more])
+
+
 def edit_tokens(path, fn) -> None:
     tokens = np.fromfile(path, dtype="<u2")
     fn(tokens)
@@ -229,3 +238,75 @@ def test_scan_is_exact_across_chunk_boundaries(tmp_path, monkeypatch, chunk_byte
     assert b.utf8_error is None and b.sha256 == hashlib.sha256(text).hexdigest()
     (tmp_path / "s.bin").write_bytes(text[:-3])
     assert "truncated UTF-8" in scan_bytes(tmp_path / "s.bin").utf8_error
+
+
+def edit_meta(path, **changes) -> dict:
+    """Set (or, with value None, remove) top-level fields of a meta.json; returns the original."""
+    meta = json.loads(path.read_text())
+    edited = {**meta, **changes}
+    path.write_text(json.dumps({k: v for k, v in edited.items() if k not in changes or v is not None}))
+    return meta
+
+
+def test_format_version_mismatch_fails_naming_both_versions(tree, capsys):
+    from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
+
+    edit_meta(tree / "pretrain/x/meta.json", format_version=FORMAT_VERSION - 1)
+    edit_meta(tree / "streams/wiki_val.meta.json", format_version=STREAM_FORMAT_VERSION + 1)
+    rc, out = verify(capsys, tree, "--quick")
+    assert rc == 1 and "2 failed" in out
+    assert f"format_version {FORMAT_VERSION - 1} in meta.json, this code reads {FORMAT_VERSION}; rebuild it" in line_of(
+        out, "pretrain/x"
+    )
+    assert f"format_version {STREAM_FORMAT_VERSION + 1} in meta.json, this code reads {STREAM_FORMAT_VERSION}" in (
+        line_of(out, "streams/wiki_val")
+    )
+
+
+def test_vocab_size_and_special_ids_unlike_the_tokenizer_fail(tree, capsys, tiny_tokenizer):
+    specials = {**tiny_tokenizer.special_ids, "eot": 9}
+    edit_meta(tree / "sft/y/meta.json", vocab_size=tiny_tokenizer.vocab_size + 1, special_token_ids=specials)
+    rc, out = verify(capsys, tree / "sft" / "y", "--quick")
+    assert rc == 1
+    line = problems_of(out, "sft/y")
+    assert (
+        f"vocab_size {tiny_tokenizer.vocab_size + 1} in meta.json, the tokenizer has {tiny_tokenizer.vocab_size}"
+        in line
+    )
+    assert f"special_token_ids {specials} in meta.json, the tokenizer has {tiny_tokenizer.special_ids}" in line
+
+
+def test_tokenizer_model_unlike_its_meta_fails(tree, capsys, tiny_tokenizer):
+    edit_meta(tree / "tokenizer/meta.json", sha256="0" * 64, vocab_size=tiny_tokenizer.vocab_size - 4)
+    rc, out = verify(capsys, tree / "tokenizer")
+    assert rc == 1
+    line = problems_of(out, "tokenizer")
+    assert f"spm.model: sha256 {tiny_tokenizer.sha256} does not match meta.json's {'0' * 64}" in line
+    assert (
+        f"spm.model: {tiny_tokenizer.vocab_size:,} ids, specials {tiny_tokenizer.special_ids}; meta.json says "
+        f"{tiny_tokenizer.vocab_size - 4}" in line
+    )
+
+
+def test_meta_without_required_fields_fails_naming_them(tree, capsys):
+    edit_meta(tree / "pretrain/x/meta.json", seed=None, token_dtype=None)
+    edit_meta(tree / "streams/wiki_train.meta.json", sha256=None)
+    rc, out = verify(capsys, tree, "--quick")
+    assert rc == 1
+    assert "meta.json lacks required field(s) seed, token_dtype" in line_of(out, "pretrain/x")
+    assert "meta.json lacks required field(s) sha256" in line_of(out, "streams/wiki_train")
+
+
+def test_stream_whose_length_differs_from_its_meta_fails(tree, capsys):
+    stream = tree / "streams/wiki_train.bin"
+    n = stream.stat().st_size
+    stream.write_bytes(stream.read_bytes() + b"more text")
+    rc, out = verify(capsys, tree / "streams")
+    assert rc == 1
+    assert f"wiki_train.bin: {n + 9:,} bytes, meta says n_bytes={n}" in line_of(out, "streams/wiki_train")
+
+
+def test_missing_offsets_file_fails(tree, capsys):
+    (tree / "sft/y/val_idx.npy").unlink()
+    rc, out = verify(capsys, tree, "--quick")
+    assert rc == 1 and "val_idx.npy: missing; rebuild it (snakemake -j4 cache/all)" in line_of(out, "sft/y")
