@@ -166,12 +166,10 @@ def test_special_token_strings_in_content_stay_text(tiny_tokenizer, tmp_path):
 @pytest.mark.parametrize("batch", [1, 7])
 def test_encode_batches_do_not_change_a_byte(tiny_tokenizer, tmp_path, monkeypatch, batch):
     """Examples are rendered ENCODE_BATCH at a time; offsets and tokens must not depend on the batch size."""
-    from niels_gpt.sft import writer
-
     long = [{"role": "user", "content": "the river " * 40}, {"role": "assistant", "content": "ok"}]
     chats = [c for pair in zip(CHATS, [long] * len(CHATS)) for c in pair]  # drops between kept examples
     whole = build(tiny_tokenizer, tmp_path / "whole", chats=chats, t_max=32)
-    monkeypatch.setattr(writer, "ENCODE_BATCH", batch)
+    monkeypatch.setattr(sft_writer, "ENCODE_BATCH", batch)
     batched = build(tiny_tokenizer, tmp_path / "batched", chats=chats, t_max=32)
     assert whole["num_dropped"]["train"] > 0 and batched == whole
     for name in output_names():
