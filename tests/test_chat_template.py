@@ -65,15 +65,48 @@ def test_no_assistant_message_is_refused(tiny_tokenizer):
 @pytest.mark.parametrize(
     "messages, match",
     [
-        ([], "empty"),
-        ([{"role": "bot", "content": "x"}], "role must be one of"),
-        ([{"role": "assistant", "content": 3}], "content must be a string"),
-        ("assistant: hi", "must be a list"),
+        ([], r"^example: messages is empty"),
+        ([{"role": "bot", "content": "x"}], r"^example, message 0: role must be one of .*, got 'bot'$"),
+        ([{"role": "assistant", "content": 3}], r"^example, message 0: content must be a string, got int$"),
+        ([{"role": "assistant"}], r"^example, message 0: content must be a string, got NoneType$"),
+        ("assistant: hi", r"^example: messages must be a list of \{role, content\}, got str$"),
+        (
+            [{"role": "user", "content": "hi"}],
+            r"^example: no assistant message \(roles: \['user'\]\); "
+            r"an SFT example needs at least one assistant message to learn from$",
+        ),
     ],
 )
 def test_malformed_messages_are_refused(tiny_tokenizer, messages, match):
     with pytest.raises(ValueError, match=match):
         render_chat_sft(tiny_tokenizer, messages)
+
+
+@pytest.mark.parametrize("missing", ["role", "content"])
+def test_an_object_without_role_or_content_is_refused_by_name(tiny_tokenizer, missing):
+    class Message:  # what a loader might hand over: an object lacking one of the two fields
+        def __init__(self):
+            setattr(self, "content" if missing == "role" else "role", "assistant")
+
+    with pytest.raises(ValueError, match=f"example, message 0: {missing} must be"):
+        render_chat_sft(tiny_tokenizer, [Message()])
+
+
+def test_labels_are_python_ints(tiny_tokenizer):
+    ids, labels = render_chat_sft(tiny_tokenizer, CHAT)
+    assert {type(v) for v in ids} == {int} and {type(v) for v in labels} == {int}
+
+
+def test_rendering_no_examples_gives_empty_int64_arrays(tiny_tokenizer):
+    r = render_chats(tiny_tokenizer, [])
+    assert (r.tokens.dtype, r.mask.dtype, r.lengths.dtype) == (np.uint16, np.bool_, np.int64)
+    assert r.tokens.shape == r.mask.shape == r.lengths.shape == (0,)
+
+
+def test_tokens_before_the_first_role_token_are_not_targets(tiny_tokenizer):
+    sp = tiny_tokenizer.special_ids
+    tokens = np.array([300, 301, sp["asst"], 302, sp["eot"]], dtype=np.uint16)
+    assert loss_mask_from_tokens(tokens, sp).tolist() == [False, False, False, True, True]
 
 
 def test_first_message_may_be_assistant_and_order_is_kept(tiny_tokenizer):
