@@ -32,7 +32,12 @@ GROUPS = {
     ),
     "sft": (
         ["niels_gpt/sft/writer.py", "niels_gpt/sft/windows.py"],
-        ["tests/test_sft_cache_roundtrip.py", "tests/test_sft_dataset.py", "tests/test_sft_job.py"],
+        [
+            "tests/test_windows.py",
+            "tests/test_sft_cache_roundtrip.py",
+            "tests/test_sft_dataset.py",
+            "tests/test_sft_job.py",
+        ],
     ),
     "pretrain": (
         ["niels_gpt/pretrain/writer.py", "niels_gpt/pretrain/shards.py"],
