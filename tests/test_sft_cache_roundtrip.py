@@ -174,3 +174,72 @@ def test_encode_batches_do_not_change_a_byte(tiny_tokenizer, tmp_path, monkeypat
     assert whole["num_dropped"]["train"] > 0 and batched == whole
     for name in output_names():
         assert (tmp_path / "batched" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_a_disabled_source_writes_empty_split_files_and_a_meta_that_says_why(tiny_tokenizer, tmp_path):
+    out = tmp_path / "not" / "yet" / "dolly15k"  # parent folders are created
+    meta = sft_writer.write_not_built(
+        out,
+        source="dolly15k",
+        reason="disabled",
+        seed=3,
+        tokenizer=tiny_tokenizer,
+        dataset_name="d/x",
+        dataset_config="c",
+    )
+    assert read_meta(str(out / "meta.json")) == meta
+    names = [name for name in output_names() if name.endswith((".bin", ".npy"))]
+    files = {name: {"sha256": sha256_file(out / name), "bytes": os.path.getsize(out / name)} for name in names}
+    assert meta == {
+        "kind": "sft",
+        "format_version": FORMAT_VERSION,
+        "source": "dolly15k",
+        "dataset_name": "d/x",
+        "dataset_config": "c",
+        "seed": 3,
+        "token_dtype": "uint16-le",
+        "tokenizer_sha256": tiny_tokenizer.sha256,
+        "vocab_size": tiny_tokenizer.vocab_size,
+        "special_token_ids": dict(tiny_tokenizer.special_ids),
+        "built": False,
+        "reason": "disabled",
+        "split_rule": None,
+        "train_examples": 0,
+        "val_examples": 0,
+        "files": files,
+    }
+    assert [read_split(out, split) for split in ("train", "val")] == [[], []]
+
+
+def empty_split(dropped: dict) -> dict:
+    return {"num_examples": 0, "num_input_examples": 9, "num_dropped": sum(dropped.values()), "dropped": dropped}
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (
+            None,
+            "SFT cache: the train split would hold 0 examples (examples read: 9, dropped: no_assistant_reply 4, "
+            "no_target_in_window 5; split by val_frac=0.1). To fix: give the source examples (check its dataset "
+            "or file); or keep long examples: truncation: prompt, or a larger sft.t_max",
+        ),
+        (
+            "oasst1",
+            "oasst1: the train split would hold 0 examples (examples read: 9, dropped: no_assistant_reply 4, "
+            "no_target_in_window 5; split by sources.oasst1.val_frac=0.1). To fix: give the source examples (check "
+            "its dataset or file); or keep long examples: sources.oasst1.truncation: prompt, or a larger sft.t_max",
+        ),
+    ],
+)
+def test_an_empty_split_is_refused_naming_the_source_counts_and_fix(source, message):
+    splits = {"train": empty_split({"no_assistant_reply": 4, "no_target_in_window": 5}), "val": empty_split({})}
+    with pytest.raises(ValueError) as err:
+        sft_writer.check_splits_filled(splits, source=source, val_frac=0.1, truncation="head")
+    assert str(err.value) == message
+    splits["train"]["num_examples"] = 3
+    with pytest.raises(ValueError, match=r"the val split would hold 0 examples \(examples read: 9, dropped: none;"):
+        sft_writer.check_splits_filled(splits, source=source, val_frac=0.1, truncation="head")
+    assert sft_writer.check_splits_filled(splits, source=source, val_frac=0, truncation="head") == {
+        "val": "val_frac is 0: built without val on purpose"
+    }
