@@ -78,6 +78,7 @@ def test_every_example_keeps_what_the_docstring_says(truncation, W):
     tokens, mask, starts, lengths = random_examples(400, seed=W)
     seg = kept_segments(mask, starts, lengths, W - 1, truncation)
     drops = drop_codes(mask, starts, lengths, seg)
+    assert seg.cut.dtype == drops.dtype == np.int8
     for e, (s, n) in enumerate(zip(starts, lengths)):
         want, cut, drop = reference(mask, s, n, W, truncation)
         assert module_positions(seg, e) == want, (e, s, n)
@@ -124,7 +125,23 @@ def test_row_positions_read_the_kept_tokens_then_padding():
     tokens, mask, starts, lengths = random_examples(200, seed=11)
     seg = kept_segments(mask, starts, lengths, 9, "prompt")
     pos, valid = row_positions(seg, 10)
+    assert (pos.dtype, valid.dtype) == (np.int64, np.bool_)
     for e in range(len(starts)):
         kept = module_positions(seg, e)
         assert pos[e, : len(kept)].tolist() == kept and valid[e].tolist() == [k < len(kept) for k in range(10)]
         assert not pos[e, len(kept) :].any()
+
+
+def test_an_example_without_a_reply_between_two_with_one_is_kept_as_its_head():
+    """Its last run before its end belongs to the previous example: it has no reply of its own."""
+    #            ex 0: user, asst "a b"       ex 1: user "x x x x"    ex 2: user, asst "c"
+    mask = np.array([0, 0, 0, 1, 1, 1] + [0] * 6 + [0, 0, 0, 1, 1], dtype=bool)
+    starts, lengths = [0, 6, 12], [6, 6, 5]
+    seg = kept_segments(mask, starts, lengths, 3, "prompt")
+    assert (seg.lo1[1], seg.len1[1], seg.len2[1], seg.cut[1]) == (6, 4, 0, 0)
+    assert drop_codes(mask, starts, lengths, seg).tolist() == [0, 1, 0]
+
+
+def test_an_unknown_truncation_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match=r"^truncation must be one of \('head', 'tail', 'prompt'\), got 'middle'$"):
+        kept_segments(np.zeros(4, dtype=bool), [0], [4], 3, "middle")
