@@ -243,3 +243,52 @@ def test_an_empty_split_is_refused_naming_the_source_counts_and_fix(source, mess
     assert sft_writer.check_splits_filled(splits, source=source, val_frac=0, truncation="head") == {
         "val": "val_frac is 0: built without val on purpose"
     }
+
+
+def test_meta_of_a_built_cache_names_everything_it_was_built_with(tiny_tokenizer, tmp_path):
+    primer_style = [{"messages": chat} for chat in CHATS]  # primer.jsonl objects: {"messages": [...]}
+    meta = build_sft_cache(
+        primer_style, str(tmp_path), tokenizer=tiny_tokenizer, val_frac=0.2, seed=42, source="dolly15k",
+        dataset_name="someone/chats", dataset_config="en", provenance={"files": ["chats.jsonl"]},
+    )  # fmt: skip
+    assert read_meta(str(tmp_path / "meta.json")) == meta
+    assert meta == build(tiny_tokenizer, tmp_path / "plain", source="dolly15k", dataset_name="someone/chats",
+                         dataset_config="en", provenance={"files": ["chats.jsonl"]})  # fmt: skip
+    expected = {
+        "kind": "sft", "source": "dolly15k", "dataset_name": "someone/chats", "dataset_config": "en",
+        "seed": 42, "built": True, "split_by": "example", "val_frac": 0.2, "T_max": 1024, "truncation": "head",
+        "empty_splits": {}, "template": sft_writer.TEMPLATE, "offset_dtype": "int64-le",
+        "num_input_examples": len(CHATS), "provenance": {"files": ["chats.jsonl"]},
+    }  # fmt: skip
+    assert {k: meta[k] for k in expected} == expected
+    assert meta["split_rule"].endswith("; by example")
+    assert meta["train_examples"] + meta["val_examples"] == len(CHATS)
+
+
+def test_t_max_of_one_is_the_smallest_accepted(tiny_tokenizer, tmp_path):
+    replies = [[{"role": "assistant", "content": f"ok {i}"}] for i in range(10)]
+    assert build(tiny_tokenizer, tmp_path / "one", chats=replies, t_max=1, val_frac=0.3)["T_max"] == 1
+    with pytest.raises(ValueError, match=r"^t_max must be >= 1, got 0$"):
+        build(tiny_tokenizer, tmp_path / "zero", chats=replies, t_max=0)
+
+
+def test_a_bad_example_is_named_and_a_new_folder_is_left_absent(tiny_tokenizer, tmp_path):
+    chats = [*CHATS[:5], [{"role": "user", "content": "no reply"}]]
+    with pytest.raises(ValueError, match=r"^dolly15k example 5: no assistant message"):
+        build(tiny_tokenizer, tmp_path / "new", chats=chats, source="dolly15k")
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(ValueError, match=r"^example 5: no assistant message"):
+        build(tiny_tokenizer, tmp_path / "new", chats=chats)
+
+
+def test_a_vocabulary_too_large_for_uint16_is_refused_naming_the_model(tmp_path):
+    class Big:  # only what the check reads
+        vocab_size = 70_000
+
+    class BigModel(Big):
+        model_path = "big.model"
+
+    with pytest.raises(ValueError, match=r"^big\.model: vocabulary of 70,000 pieces does not fit"):
+        build(BigModel(), tmp_path)
+    with pytest.raises(ValueError, match=r"^tokenizer: vocabulary of 70,000 pieces"):
+        build(Big(), tmp_path)
