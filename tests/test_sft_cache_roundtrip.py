@@ -263,6 +263,8 @@ def test_meta_of_a_built_cache_names_everything_it_was_built_with(tiny_tokenizer
     assert {k: meta[k] for k in expected} == expected
     assert meta["split_rule"].endswith("; by example")
     assert meta["train_examples"] + meta["val_examples"] == len(CHATS)
+    assert sum(meta["splits"][s]["num_input_examples"] for s in ("train", "val")) == len(CHATS)
+    assert build(tiny_tokenizer, tmp_path / "unnamed", source="oasst1")["dataset_name"] == "oasst1"
 
 
 def test_t_max_of_one_is_the_smallest_accepted(tiny_tokenizer, tmp_path):
