@@ -109,6 +109,54 @@ def test_sft_input_sets_group_and_provenance(demo, source, group_key):
     json.dumps(prov)
 
 
+def test_sft_provenance_names_the_source_and_the_demo_route(demo):
+    _, cfg = demo
+    for source in registry.SFT_SOURCES:
+        _, prov = registry.sft_input(cfg, source)
+        assert (prov["source"], prov["demo"]) == (source, True)
+    _, live = registry.sft_input(deep_merge(cfg, {"demo": False}), "primer")
+    assert live["demo"] is False
+
+
+def test_dolly_samples_keep_the_file_order(demo):
+    _, cfg = demo
+    samples, _ = registry.sft_input(cfg, "dolly15k")
+    assert [s.meta["index"] for s in samples] == list(range(len(DOLLY_ROWS)))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda cfg: registry.sft_input(cfg, "wiki"),
+            "unknown SFT source 'wiki'; expected one of " + "dolly15k, oasst1, primer",
+        ),
+        (
+            lambda cfg: registry.stream_input_files(cfg, "books"),
+            "unknown stream source 'books'; expected one of " + "wiki, roam, primer",
+        ),
+        (
+            lambda cfg: registry.source_input_files(cfg, "books"),
+            "unknown source 'books'; expected one of fineweb_edu, wikitext, gutenberg, roam, dolly15k, oasst1, primer",
+        ),
+    ],
+)
+def test_an_unknown_source_is_refused_with_the_choices(demo, call, message):
+    with pytest.raises(ValueError) as err:
+        call(demo[1])
+    assert str(err.value) == message
+
+
+def test_demo_data_file_patterns_may_reach_into_subfolders(demo):
+    root, cfg = demo
+    nested = deep_merge(
+        cfg, {"sources": {"fineweb_edu": {"demo_data_files": {"train": str(root / "**" / "part-*.parquet")}}}}
+    )
+    assert registry.source_input_files(nested, "fineweb_edu") == [
+        str(root / "fineweb_edu" / f"part-{i}.parquet") for i in (0, 1)
+    ]
+
+
 def test_oasst1_sft_keeps_trees_in_first_appearance_order(demo):
     _, cfg = demo
     samples, _ = registry.sft_input(cfg, "oasst1")
@@ -263,7 +311,8 @@ def test_wikitext_hub_settings_reach_load_dataset(demo, monkeypatch):
         (s["dataset_id"], s["config"], split, s["revision"]) for split in ("wtrain", "wval")
     ]
     lines = registry.wikitext_lines(hub_config("wikitext"))  # the wiki byte stream reads the same splits
-    assert lines["val"] == [" = Delta = ", " Delta waits . "] and [c["split"] for c in calls[2:4]] == ["wtrain", "wval"]
+    assert lines["val"] == [" = Delta = ", " Delta waits . "]
+    assert [(c["name"], c["split"]) for c in calls[2:4]] == [(s["config"], "wtrain"), (s["config"], "wval")]
 
 
 @pytest.mark.parametrize("source", ["dolly15k", "oasst1"])

@@ -12,7 +12,6 @@ seeded with `seed`, so the order is a function of the seed alone.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Optional
 
 from niels_gpt.data.hub import iter_rows, open_dataset
 from niels_gpt.data.normalize import normalize_text
@@ -47,17 +46,22 @@ def iter_dolly_sft(
     split: str = "train",
     seed: int = 42,
     shuffle: bool = True,
-    take: Optional[int] = None,
+    take: int | None = None,
     include_system: bool = False,
     dataset_id: str = DATASET_ID,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[ChatSample]:
     """ChatSamples in row order, or in seeded torch.randperm order with shuffle=True; at most `take`."""
     ds = open_dataset(
-        dataset_id, None, split=split, streaming=False, revision=revision,
-        data_files=data_files, provenance=provenance,
+        dataset_id,
+        None,
+        split=split,
+        streaming=False,
+        revision=revision,
+        data_files=data_files,
+        provenance=provenance,
     )
     if provenance is not None:
         provenance.update({"shuffle": shuffle, "seed": seed, "num_rows": len(ds)})

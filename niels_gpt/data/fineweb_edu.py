@@ -8,7 +8,6 @@ with `data_files=`), shuffled with `IterableDataset.shuffle(seed=, buffer_size=)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Optional
 
 from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
@@ -26,11 +25,11 @@ def iter_fineweb_edu(
     shuffle: bool = True,
     shuffle_buffer_size: int = 10_000,
     seed: int = 42,
-    take: Optional[int] = None,
+    take: int | None = None,
     dataset_id: str = DATASET_ID,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    provenance: dict | None = None,
     num_parts: int = 1,
     part: int = 0,
 ) -> Iterator[PretrainSample]:
@@ -40,7 +39,19 @@ def iter_fineweb_edu(
     `provenance` (a dict) is filled with what was read, revision included, once the data is opened.
     """
     yield from iter_hub_text_samples(
-        dataset_id, name, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
-        shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
-        data_files=data_files, provenance=provenance, num_parts=num_parts, part=part,
+        dataset_id,
+        name,
+        source=SOURCE,
+        meta_fields=META_FIELDS,
+        split=split,
+        streaming=streaming,
+        shuffle=shuffle,
+        shuffle_buffer_size=shuffle_buffer_size,
+        seed=seed,
+        take=take,
+        revision=revision,
+        data_files=data_files,
+        provenance=provenance,
+        num_parts=num_parts,
+        part=part,
     )

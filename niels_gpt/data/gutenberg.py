@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Optional
 
 from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
@@ -92,20 +91,32 @@ def iter_gutenberg(
     shuffle: bool = True,
     shuffle_buffer_size: int = 10_000,
     seed: int = 42,
-    take: Optional[int] = None,
-    config: Optional[str] = None,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    take: int | None = None,
+    config: str | None = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    provenance: dict | None = None,
     num_parts: int = 1,
     part: int = 0,
     strip_boilerplate: bool = True,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order."""
     samples = iter_hub_text_samples(
-        dataset_id, config, source=SOURCE, meta_fields=META_FIELDS, split=split, streaming=streaming,
-        shuffle=shuffle, shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take, revision=revision,
-        data_files=data_files, provenance=provenance, num_parts=num_parts, part=part,
+        dataset_id,
+        config,
+        source=SOURCE,
+        meta_fields=META_FIELDS,
+        split=split,
+        streaming=streaming,
+        shuffle=shuffle,
+        shuffle_buffer_size=shuffle_buffer_size,
+        seed=seed,
+        take=take,
+        revision=revision,
+        data_files=data_files,
+        provenance=provenance,
+        num_parts=num_parts,
+        part=part,
     )
     if not strip_boilerplate:
         yield from samples

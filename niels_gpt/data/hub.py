@@ -37,7 +37,13 @@ from niels_gpt.hashing import sha256_file
 
 # datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
 # are parquet on the hub, except dolly-15k which is one jsonl file)
-BUILDER_BY_EXTENSION = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".jsonl.gz": "json", ".json.gz": "json"}
+BUILDER_BY_EXTENSION = {
+    ".parquet": "parquet",
+    ".jsonl": "json",
+    ".json": "json",
+    ".jsonl.gz": "json",
+    ".json.gz": "json",
+}
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -93,9 +99,7 @@ def is_unreachable_error(exc: BaseException) -> bool:
 
 def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:
     what = f"{dataset_id!r}" + (f" (config {config!r})" if config else "")
-    return SourceUnavailableError(
-        f"cannot reach hub dataset {what}: {type(exc).__name__}: {exc}. {DEMO_HINT}."
-    )
+    return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {exc}. {DEMO_HINT}.")
 
 
 def builder_for(path: str) -> str:
@@ -163,12 +167,14 @@ def open_dataset(
         builders = sorted({builder_for(f) for f in files})
         if len(builders) != 1:
             raise ValueError(f"{data_files[split]}: mixes file types {builders}; use one format per split")
-        prov.update({
-            "local": True,
-            "builder": builders[0],
-            "data_files": [{"path": f, "sha256": sha256_file(f)} for f in files],
-            "revision": None,
-        })
+        prov.update(
+            {
+                "local": True,
+                "builder": builders[0],
+                "data_files": [{"path": f, "sha256": sha256_file(f)} for f in files],
+                "revision": None,
+            }
+        )
         features = unified_parquet_features(files) if builders[0] == "parquet" else None
         return datasets.load_dataset(
             builders[0], data_files={split: files}, split=split, streaming=streaming, features=features
@@ -228,7 +234,9 @@ def shard_parts(ds: Any, *, num_parts: int, part: int, dataset_id: str, provenan
     `num_shards % N` parts get one more), so it needs at least N files: fewer is a ValueError naming both.
     """
     if not isinstance(num_parts, int) or num_parts < 1 or not isinstance(part, int) or not 0 <= part < num_parts:
-        raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={part!r}, num_parts={num_parts!r}")
+        raise ValueError(
+            f"part must be in 0..num_parts-1 with num_parts >= 1, got part={part!r}, num_parts={num_parts!r}"
+        )
     if num_parts == 1:
         return ds
     n_files = getattr(ds, "num_shards", None)  # only a streamed dataset has it; a prepared one splits by rows

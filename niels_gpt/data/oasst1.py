@@ -20,7 +20,6 @@ seeded with `seed` (torch RNG, like every other shuffle and split).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Optional
 
 from niels_gpt.data.hub import iter_rows, open_dataset, row_order
 from niels_gpt.data.normalize import normalize_text
@@ -132,18 +131,23 @@ def iter_oasst1_sft(
     split: str = "train",
     seed: int = 42,
     shuffle_trees: bool = True,
-    take_trees: Optional[int] = None,
+    take_trees: int | None = None,
     english_only: bool = True,
     max_messages: int = 32,
     dataset_id: str = DATASET_ID,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[ChatSample]:
     """Threads of `split`, tree by tree (at most `take_trees` trees). Reads the whole split (~85k rows)."""
     ds = open_dataset(
-        dataset_id, None, split=split, streaming=False, revision=revision,
-        data_files=data_files, provenance=provenance,
+        dataset_id,
+        None,
+        split=split,
+        streaming=False,
+        revision=revision,
+        data_files=data_files,
+        provenance=provenance,
     )
     missing = [c for c in ("message_id", "parent_id", "role", "text") if c not in ds.column_names]
     if missing:
@@ -154,9 +158,15 @@ def iter_oasst1_sft(
     samples = reconstruct_threads(records, english_only=english_only, max_messages=max_messages, stats=stats)
     trees = order_trees(samples, shuffle_trees=shuffle_trees, seed=seed)
     if provenance is not None:
-        provenance.update({
-            "english_only": english_only, "max_messages": max_messages, "shuffle_trees": shuffle_trees,
-            "seed": seed, "trees": len(trees), **{f"num_{k}": v for k, v in stats.items()},
-        })
+        provenance.update(
+            {
+                "english_only": english_only,
+                "max_messages": max_messages,
+                "shuffle_trees": shuffle_trees,
+                "seed": seed,
+                "trees": len(trees),
+                **{f"num_{k}": v for k, v in stats.items()},
+            }
+        )
     for tree in trees[:take_trees]:
         yield from tree

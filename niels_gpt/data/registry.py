@@ -83,9 +83,15 @@ def roam_root(cfg: dict) -> str:
 def _stream(cfg: dict, source: str, prov: dict, num_parts: int = 1, part: int = 0) -> Iterator:
     s = cfg["sources"][source]
     common = dict(
-        split=s["split"], streaming=True, shuffle=s["shuffle_buffer"] > 0,
-        shuffle_buffer_size=max(s["shuffle_buffer"], 1), seed=cfg["seed"], provenance=prov,
-        num_parts=num_parts, part=part, **_hub_kwargs(cfg, source),
+        split=s["split"],
+        streaming=True,
+        shuffle=s["shuffle_buffer"] > 0,
+        shuffle_buffer_size=max(s["shuffle_buffer"], 1),
+        seed=cfg["seed"],
+        provenance=prov,
+        num_parts=num_parts,
+        part=part,
+        **_hub_kwargs(cfg, source),
     )
     if source == "fineweb_edu":
         from niels_gpt.data.fineweb_edu import iter_fineweb_edu
@@ -100,7 +106,9 @@ def _wikitext_articles(cfg: dict, split_key: str, prov: dict) -> Iterator:
     from niels_gpt.data.wikitext import iter_wikitext_articles
 
     s = cfg["sources"]["wikitext"]
-    return iter_wikitext_articles(config=s["config"], split=s[split_key], provenance=prov, **_hub_kwargs(cfg, "wikitext"))
+    return iter_wikitext_articles(
+        config=s["config"], split=s[split_key], provenance=prov, **_hub_kwargs(cfg, "wikitext")
+    )
 
 
 def _roam_split(cfg: dict) -> tuple[list[str], list[str]]:
@@ -133,7 +141,9 @@ def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0)
     if source in STREAMED_SOURCES:
         s = cfg["sources"][source]
         prov = _static_provenance(cfg, source)
-        prov.update({"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]})
+        prov.update(
+            {"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]}
+        )
         prov["stream"] = {}
         stream = _Lazy(lambda: _stream(cfg, source, prov["stream"], num_parts, part))
         return PretrainInput("stream", stream, None, None, prov)
@@ -152,8 +162,13 @@ def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0)
     root = roam_root(cfg)
     train_paths, val_paths = _roam_split(cfg)
     prov = {
-        "source": source, "demo": bool(cfg["demo"]), "dataset_id": "roam",
-        "root": root, "val_frac": cfg["sources"]["roam"]["val_frac"], "seed": cfg["seed"], "split_rule": SPLIT_RULE,
+        "source": source,
+        "demo": bool(cfg["demo"]),
+        "dataset_id": "roam",
+        "root": root,
+        "val_frac": cfg["sources"]["roam"]["val_frac"],
+        "seed": cfg["seed"],
+        "split_rule": SPLIT_RULE,
         "files": {"train": [_rel(p, root) for p in train_paths], "val": [_rel(p, root) for p in val_paths]},
     }
     train = _Lazy(lambda: iter_roam(train_paths, root=root))
@@ -181,16 +196,25 @@ def sft_input(cfg: dict, source: str) -> tuple[Iterator[ChatSample], dict]:
         from niels_gpt.data.dolly import iter_dolly_sft
 
         samples = iter_dolly_sft(
-            split=s["split"], seed=cfg["seed"], shuffle=False, include_system=s["include_system"],
-            provenance=prov, **_hub_kwargs(cfg, source),
+            split=s["split"],
+            seed=cfg["seed"],
+            shuffle=False,
+            include_system=s["include_system"],
+            provenance=prov,
+            **_hub_kwargs(cfg, source),
         )
         return _grouped(samples, "index"), prov
     if source == "oasst1":
         from niels_gpt.data.oasst1 import iter_oasst1_sft
 
         samples = iter_oasst1_sft(
-            split=s["split"], seed=cfg["seed"], shuffle_trees=False, english_only=s["english_only"],
-            max_messages=s["max_messages"], provenance=prov, **_hub_kwargs(cfg, source),
+            split=s["split"],
+            seed=cfg["seed"],
+            shuffle_trees=False,
+            english_only=s["english_only"],
+            max_messages=s["max_messages"],
+            provenance=prov,
+            **_hub_kwargs(cfg, source),
         )
         return _grouped(samples, "message_tree_id"), prov
     return _primer_samples(s["jsonl"], prov), prov
@@ -204,8 +228,8 @@ def _grouped(samples: Iterable, key: str) -> Iterator:
 
 
 def _primer_samples(path: str, prov: dict) -> Iterator:
-    from niels_gpt.hashing import sha256_file
     from niels_gpt.data.primer import load_primer_jsonl
+    from niels_gpt.hashing import sha256_file
 
     samples = load_primer_jsonl(path)
     prov.update({"path": str(path), "sha256": sha256_file(path), "num_examples": len(samples)})

@@ -62,13 +62,28 @@ def iter_hub_text_samples(
     from niels_gpt.data.hub import iter_rows, open_dataset
 
     ds = open_dataset(
-        dataset_id, config, split=split, streaming=streaming, revision=revision,
-        data_files=data_files, provenance=provenance,
+        dataset_id,
+        config,
+        split=split,
+        streaming=streaming,
+        revision=revision,
+        data_files=data_files,
+        provenance=provenance,
     )
     if provenance is not None:
-        provenance.update({"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed})
+        provenance.update(
+            {"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed}
+        )
     rows = iter_rows(
-        ds, dataset_id=dataset_id, config=config, take=take, shuffle=shuffle,
-        seed=seed, shuffle_buffer_size=shuffle_buffer_size, provenance=provenance, num_parts=num_parts, part=part,
+        ds,
+        dataset_id=dataset_id,
+        config=config,
+        take=take,
+        shuffle=shuffle,
+        seed=seed,
+        shuffle_buffer_size=shuffle_buffer_size,
+        provenance=provenance,
+        num_parts=num_parts,
+        part=part,
     )
     yield from pretrain_samples(rows, source=source, meta_fields=meta_fields)

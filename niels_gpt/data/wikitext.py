@@ -14,7 +14,6 @@ are dropped. Nothing else is cleaned.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Optional
 
 from niels_gpt.data.hub import iter_rows, open_dataset
 from niels_gpt.data.normalize import is_blank, normalize_text
@@ -35,8 +34,13 @@ def is_article_heading(line: str) -> bool:
 
 def _lines(dataset_id, config, split, revision, data_files, provenance, take) -> Iterator[tuple[int, str]]:
     ds = open_dataset(
-        dataset_id, config, split=split, streaming=False, revision=revision,
-        data_files=data_files, provenance=provenance,
+        dataset_id,
+        config,
+        split=split,
+        streaming=False,
+        revision=revision,
+        data_files=data_files,
+        provenance=provenance,
     )
     n = 0
     for index, row in iter_rows(ds, dataset_id=dataset_id, config=config, provenance=provenance):
@@ -57,9 +61,9 @@ def iter_wikitext(
     split: str = "train",
     take: int | None = None,
     dataset_id: str = DATASET_ID,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[PretrainSample]:
     """One PretrainSample per non-empty line, meta={"index": hub row index}; at most `take`."""
     for index, line in _lines(dataset_id, config, split, revision, data_files, provenance, take):
@@ -72,9 +76,9 @@ def iter_wikitext_articles(
     split: str = "train",
     take: int | None = None,
     dataset_id: str = DATASET_ID,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[PretrainSample]:
     """One PretrainSample per article (lines joined with "\\n"), meta={"article", "title", "first_row"}."""
     lines: list[str] = []
@@ -83,7 +87,9 @@ def iter_wikitext_articles(
 
     def article() -> PretrainSample:
         title = lines[0].strip().strip("=").strip() if is_article_heading(lines[0]) else None
-        return PretrainSample(text="\n".join(lines), source=SOURCE, meta={"article": count, "title": title, "first_row": first_row})
+        return PretrainSample(
+            text="\n".join(lines), source=SOURCE, meta={"article": count, "title": title, "first_row": first_row}
+        )
 
     for index, line in _lines(dataset_id, config, split, revision, data_files, provenance, None):
         if is_article_heading(line) and lines:
@@ -103,10 +109,10 @@ def load_wikitext(
     *,
     config: str = CONFIG,
     dataset_id: str = DATASET_ID,
-    revision: Optional[str] = None,
-    data_files: Optional[dict[str, str]] = None,
-    splits: Optional[dict[str, str]] = None,
-    provenance: Optional[dict] = None,
+    revision: str | None = None,
+    data_files: dict[str, str] | None = None,
+    splits: dict[str, str] | None = None,
+    provenance: dict | None = None,
 ) -> dict[str, list[str]]:
     """{"train", "val", "test"} -> non-empty lines. `splits` maps these keys to hub splits.
 
