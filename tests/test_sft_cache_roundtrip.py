@@ -240,6 +240,11 @@ def test_an_empty_split_is_refused_naming_the_source_counts_and_fix(source, mess
     splits["train"]["num_examples"] = 3
     with pytest.raises(ValueError, match=r"the val split would hold 0 examples \(examples read: 9, dropped: none;"):
         sft_writer.check_splits_filled(splits, source=source, val_frac=0.1, truncation="head")
+    splits["train"]["num_examples"] = 0
+    with pytest.raises(ValueError) as err:
+        sft_writer.check_splits_filled(splits, source=source, val_frac=0.1, truncation="prompt")
+    assert str(err.value) == message.split("; or keep long examples")[0]  # prompt truncation: no such hint
+    splits["train"]["num_examples"] = 3
     assert sft_writer.check_splits_filled(splits, source=source, val_frac=0, truncation="head") == {
         "val": "val_frac is 0: built without val on purpose"
     }
@@ -281,6 +286,10 @@ def test_a_bad_example_is_named_and_a_new_folder_is_left_absent(tiny_tokenizer, 
     assert not (tmp_path / "new").exists()
     with pytest.raises(ValueError, match=r"^example 5: no assistant message"):
         build(tiny_tokenizer, tmp_path / "new", chats=chats)
+    long_prompts = [[{"role": "user", "content": "the river " * 40}, {"role": "assistant", "content": "ok"}]] * 9
+    with pytest.raises(ValueError, match=r"^oasst1: the train split would hold 0 examples"):  # after its files began
+        build(tiny_tokenizer, tmp_path / "new", chats=long_prompts, t_max=8, source="oasst1")
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_vocabulary_too_large_for_uint16_is_refused_naming_the_model(tmp_path):
