@@ -25,7 +25,16 @@ SETUP_CFG = ROOT / "setup.cfg"
 # group -> (modules to mutate, the test files that cover them)
 GROUPS = {
     "config": (["niels_gpt/config.py"], ["tests/test_config.py", "tests/test_command_line.py"]),
-    "registry": (["niels_gpt/data/registry.py"], ["tests/test_registry.py", "tests/test_sft_job.py"]),
+    "registry": (
+        ["niels_gpt/data/registry.py"],
+        [
+            "tests/test_registry.py",
+            "tests/test_sft_job.py",
+            "tests/test_pretrain_job.py",
+            "tests/test_streams.py",
+            "tests/test_pretrain_parts.py",
+        ],
+    ),
     "chat_template": (
         ["niels_gpt/chat_template.py"],
         ["tests/test_chat_template.py", "tests/test_sft_masking.py", "tests/test_primer_sft.py"],
