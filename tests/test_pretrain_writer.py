@@ -14,8 +14,9 @@ from conftest import tiny_corpus
 from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta, sha256_file
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.data.types import PretrainSample
+from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.pretrain import encode as batch_encode
-from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
+from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 from niels_gpt.token_files import list_shards
 from niels_gpt.tokenizer import workers
 
@@ -322,3 +323,59 @@ def test_meta_is_canonical_json(tmp_path, tiny_tokenizer):
     text = (tmp_path / "meta.json").read_text()
     assert text == json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert meta["format_version"] >= 1 and meta["shard_bytes"] == 1 << 20 and meta["provenance"] == {"note": "x"}
+
+
+@pytest.mark.parametrize("budget", [1, 37, 200, None])
+def test_presplit_meta_counts_the_documents_read_up_to_the_cut(tmp_path, tiny_tokenizer, budget):
+    """A document is read when it begins before the train budget is full; blank ones are read and skipped."""
+    texts = [d for pair in zip(tiny_corpus(20, seed=3), BLANK * 5) for d in pair]
+    val = tiny_corpus(5, seed=4)
+
+    def build(out, train_budget):
+        return build_pretrain_cache_presplit(
+            texts, val, str(out), tokenizer=tiny_tokenizer, max_train_tokens=train_budget, max_val_tokens=None,
+            seed=1, dataset_name="someone/books", dataset_config="en",
+        )  # fmt: skip
+
+    whole = (
+        documents(split_tokens(tmp_path / "whole", "train"), tiny_tokenizer.eot_id)
+        if build(tmp_path / "whole", None)
+        else None
+    )
+    lengths = iter(len(d) + 1 for d in whole)
+    sizes = np.array([next(lengths) if t.strip() else 0 for t in texts])  # tokens each document adds, eot included
+    starts = np.cumsum(sizes) - sizes
+    n_read = len(texts) if budget is None else int(np.count_nonzero(starts < budget))
+    read = texts[:n_read]
+    meta = build(tmp_path / "cut", budget)
+    assert meta["documents_seen"] == n_read + len(val)
+    assert meta["cleaning"] == {"skipped_blank": sum(not t.strip() for t in read)}
+    assert meta["train_documents"] == sum(bool(t.strip()) for t in read) and meta["val_documents"] == len(val)
+    assert (meta["dataset_name"], meta["dataset_config"]) == ("someone/books", "en")
+    assert (meta["tokenizer_sha256"], meta["eot_id"]) == (tiny_tokenizer.sha256, tiny_tokenizer.eot_id)
+
+
+def test_presplit_with_a_zero_train_budget_still_fills_val(tmp_path, tiny_tokenizer):
+    meta = build_pretrain_cache_presplit(
+        tiny_corpus(10, seed=8), tiny_corpus(10, seed=9), str(tmp_path), tokenizer=tiny_tokenizer,
+        max_train_tokens=0, max_val_tokens=50, seed=1,
+    )  # fmt: skip
+    assert (meta["train_tokens"], meta["val_tokens"]) == (0, len(split_tokens(tmp_path, "val"))) == (0, 50)
+
+
+def test_a_disabled_source_writes_empty_splits_and_a_meta_that_says_why(tmp_path):
+    out = tmp_path / "not" / "yet" / "wikitext"
+    meta = write_not_built_meta(
+        str(out), reason="disabled", dataset_name="someone/wiki", dataset_config="raw", seed=4, shard_bytes=4096,
+        provenance={"source": "wikitext"},
+    )  # fmt: skip
+    assert read_meta(str(out / "meta.json")) == meta
+    expected = {
+        "format_version": FORMAT_VERSION, "seed": 4, "tokenizer_sha256": None, "vocab_size": None,
+        "shard_bytes": 4096, "dataset_name": "someone/wiki", "dataset_config": "raw",
+        "provenance": {"source": "wikitext"}, "built": False, "reason": "disabled", "split_rule": "not built",
+        "train_tokens": 0, "val_tokens": 0, "train_documents": 0, "val_documents": 0,
+        "shards": {"train": [], "val": []},
+    }  # fmt: skip
+    assert {k: meta[k] for k in expected} == expected
+    assert list_shards(out / "train") == list_shards(out / "val") == []
