@@ -337,11 +337,8 @@ def test_presplit_meta_counts_the_documents_read_up_to_the_cut(tmp_path, tiny_to
             seed=1, dataset_name="someone/books", dataset_config="en",
         )  # fmt: skip
 
-    whole = (
-        documents(split_tokens(tmp_path / "whole", "train"), tiny_tokenizer.eot_id)
-        if build(tmp_path / "whole", None)
-        else None
-    )
+    build(tmp_path / "whole", None)
+    whole = documents(split_tokens(tmp_path / "whole", "train"), tiny_tokenizer.eot_id)
     lengths = iter(len(d) + 1 for d in whole)
     sizes = np.array([next(lengths) if t.strip() else 0 for t in texts])  # tokens each document adds, eot included
     starts = np.cumsum(sizes) - sizes
