@@ -13,6 +13,7 @@ from conftest import tiny_corpus
 
 from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta, sha256_file
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.data.normalize import is_blank
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.layout import FORMAT_VERSION
 from niels_gpt.pretrain import encode as batch_encode
@@ -376,3 +377,47 @@ def test_a_disabled_source_writes_empty_splits_and_a_meta_that_says_why(tmp_path
     }  # fmt: skip
     assert {k: meta[k] for k in expected} == expected
     assert list_shards(out / "train") == list_shards(out / "val") == []
+
+
+def reference_stream(texts, tok, budgets: dict, p: float, seed: int):
+    """route_batch's rule written out document by document: (tokens per split, read, blank, documents)."""
+    g = torch.Generator().manual_seed(seed)
+    room = {s: float("inf") if b is None else b for s, b in budgets.items()}
+    tokens, docs, seen, blank = {"train": [], "val": []}, {"train": 0, "val": 0}, 0, 0
+    for text in texts:
+        if room["train"] <= 0 and (room["val"] <= 0 or p == 0):
+            break
+        draw, ids = torch.rand(1, generator=g).item(), ([] if is_blank(text) else tok.encode(text))
+        seen += 1
+        if not ids:
+            blank += 1
+            continue
+        dest = "val" if draw < p and room["val"] > 0 else ("train" if room["train"] > 0 else None)
+        if dest is not None:
+            piece = [*ids, tok.eot_id]
+            tokens[dest] += piece[: int(min(room[dest], len(piece)))]  # the crossing document is cut
+            room[dest] -= len(piece)
+            docs[dest] += 1
+    return tokens, seen, blank, docs
+
+
+@pytest.mark.parametrize(
+    "train_budget, val_budget, p",
+    [(None, None, 0.3), (150, 40, 0.3), (150, 0, 0.0), (None, 25, 0.9), (0, 60, 0.5), (30, 30, 1.0)],
+)
+def test_the_stream_rule_document_by_document(tmp_path, tiny_tokenizer, train_budget, val_budget, p):
+    texts = [d for pair in itertools.zip_longest(tiny_corpus(40, seed=21), BLANK * 4) for d in pair if d is not None]
+    want, seen, blank, docs = reference_stream(texts, tiny_tokenizer, {"train": train_budget, "val": val_budget}, p, 7)
+    meta = build_stream(
+        texts, tmp_path, tiny_tokenizer, max_train_tokens=train_budget, max_val_tokens=val_budget, val_doc_prob=p
+    )
+    for split in ("train", "val"):
+        assert split_tokens(tmp_path, split).tolist() == want[split], split
+        assert meta[f"{split}_documents"] == docs[split]
+    assert (meta["documents_seen"], meta["cleaning"]) == (seen, {"skipped_blank": blank})
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5])
+def test_val_doc_prob_outside_zero_one_is_refused(tmp_path, tiny_tokenizer, p):
+    with pytest.raises(ValueError, match=rf"^val_doc_prob must be in \[0, 1\], got {p}$"):
+        build_stream(tiny_corpus(3, seed=1), tmp_path, tiny_tokenizer, val_doc_prob=p)
