@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -147,14 +148,41 @@ def test_an_unknown_source_is_refused_with_the_choices(demo, call, message):
     assert str(err.value) == message
 
 
-def test_demo_data_file_patterns_may_reach_into_subfolders(demo):
+def test_demo_data_file_patterns_may_reach_into_subfolders(demo, tmp_path):
     root, cfg = demo
+    deep = tmp_path / "mirror" / "2024" / "fineweb"
+    deep.mkdir(parents=True)
+    shutil.copy(root / "fineweb_edu" / "part-0.parquet", deep / "part-0.parquet")
     nested = deep_merge(
-        cfg, {"sources": {"fineweb_edu": {"demo_data_files": {"train": str(root / "**" / "part-*.parquet")}}}}
+        cfg, {"sources": {"fineweb_edu": {"demo_data_files": {"train": str(tmp_path / "**" / "*.parquet")}}}}
     )
-    assert registry.source_input_files(nested, "fineweb_edu") == [
-        str(root / "fineweb_edu" / f"part-{i}.parquet") for i in (0, 1)
-    ]
+    assert registry.source_input_files(nested, "fineweb_edu") == [str(deep / "part-0.parquet")]
+
+
+def test_pretrain_provenance_records_what_was_asked_for(demo):
+    """The static provenance that every pretrain meta.json carries, before anything is read."""
+    root, cfg = demo
+    web = registry.pretrain_input(cfg, "fineweb_edu").provenance
+    s = cfg["sources"]["fineweb_edu"]
+    assert {k: web[k] for k in ("source", "demo", "dataset_id", "config", "split", "streaming", "shuffle_buffer")} == {
+        "source": "fineweb_edu", "demo": True, "dataset_id": s["dataset_id"], "config": s["config"],
+        "split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"],
+    }  # fmt: skip
+    assert (web["seed"], web["revision_requested"], web["data_files_globs"]) == (
+        cfg["seed"], s["revision"], s["demo_data_files"],
+    )  # fmt: skip
+    wiki = registry.pretrain_input(cfg, "wikitext")
+    w = cfg["sources"]["wikitext"]
+    assert wiki.kind == "presplit" and (wiki.provenance["splits"], wiki.provenance["streaming"]) == (
+        {"train": w["train_split"], "val": w["val_split"]}, False,
+    )  # fmt: skip
+    assert wiki.provenance["document"].startswith("article: lines from a ' = Title = ' heading")
+    roam = registry.pretrain_input(cfg, "roam")
+    assert roam.kind == "presplit" and {k: roam.provenance[k] for k in ("source", "demo", "dataset_id", "seed")} == {
+        "source": "roam", "demo": True, "dataset_id": "roam", "seed": cfg["seed"],
+    }  # fmt: skip
+    live = registry.pretrain_input(deep_merge(cfg, {"demo": False}), "wikitext").provenance
+    assert live["demo"] is False and "data_files_globs" not in live
 
 
 def test_oasst1_sft_keeps_trees_in_first_appearance_order(demo):

@@ -80,7 +80,7 @@ def roam_root(cfg: dict) -> str:
     return s["demo_root"] if cfg["demo"] else s["root"]
 
 
-def _stream(cfg: dict, source: str, prov: dict, num_parts: int = 1, part: int = 0) -> Iterator:
+def _stream(cfg: dict, source: str, prov: dict, num_parts: int, part: int) -> Iterator:
     s = cfg["sources"][source]
     common = dict(
         split=s["split"],
