@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from niels_gpt.sft import windows
-from niels_gpt.sft.windows import CUT_REASONS, DROP_REASONS, drop_codes, kept_positions, kept_segments, row_positions
+from niels_gpt.sft.windows import (
+    CUT_REASONS,
+    DROP_REASONS,
+    drop_codes,
+    format_reasons,
+    kept_positions,
+    kept_segments,
+    reason_counts,
+    row_positions,
+)
 
 ROLE, CONTENT, EOT = 1, 2, 3  # token values do not matter to the windows, only the loss mask does
 
@@ -145,3 +154,12 @@ def test_an_example_without_a_reply_between_two_with_one_is_kept_as_its_head():
 def test_an_unknown_truncation_is_refused_naming_the_choices():
     with pytest.raises(ValueError, match=r"^truncation must be one of \('head', 'tail', 'prompt'\), got 'middle'$"):
         kept_segments(np.zeros(4, dtype=bool), [0], [4], 3, "middle")
+
+
+def test_reason_counts_and_their_text():
+    codes = np.array([0, 2, 1, 2, 0, 2], dtype=np.int8)
+    counts = reason_counts(codes, DROP_REASONS)
+    assert counts == {"no_assistant_reply": 1, "no_target_in_window": 3}
+    assert format_reasons(counts) == "4 (no_assistant_reply 1, no_target_in_window 3)"
+    assert format_reasons({"prompt": 1_234, "reply": 0}) == "1,234 (prompt 1,234)"
+    assert format_reasons(reason_counts(np.zeros(3, dtype=np.int8), CUT_REASONS["prompt"])) == "0"
