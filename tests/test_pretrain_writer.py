@@ -421,3 +421,23 @@ def test_the_stream_rule_document_by_document(tmp_path, tiny_tokenizer, train_bu
 def test_val_doc_prob_outside_zero_one_is_refused(tmp_path, tiny_tokenizer, p):
     with pytest.raises(ValueError, match=rf"^val_doc_prob must be in \[0, 1\], got {p}$"):
         build_stream(tiny_corpus(3, seed=1), tmp_path, tiny_tokenizer, val_doc_prob=p)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"max_train_tokens": -1}, "max_train_tokens must be a non-negative int or None (unlimited), got -1"),
+        ({"max_val_tokens": -3}, "max_val_tokens must be a non-negative int or None (unlimited), got -3"),
+        ({"max_train_tokens": 1.5}, "max_train_tokens must be a non-negative int or None (unlimited), got 1.5"),
+        ({"shard_bytes": 1}, "shard_bytes must be >= 2, got 1"),
+    ],
+)
+def test_bad_budgets_and_shard_sizes_are_refused_before_anything_is_written(tmp_path, tiny_tokenizer, kw, message):
+    with pytest.raises(ValueError) as err:
+        build_stream(tiny_corpus(3, seed=1), tmp_path / "out", tiny_tokenizer, **kw)
+    assert str(err.value) == message and not (tmp_path / "out").exists()
+
+
+def test_the_smallest_shard_holds_one_token(tmp_path, tiny_tokenizer):
+    meta = build_stream(tiny_corpus(3, seed=1), tmp_path, tiny_tokenizer, shard_bytes=2, max_train_tokens=5)
+    assert [s["tokens"] for s in meta["shards"]["train"]] == [1] * 5 and len(list_shards(tmp_path / "train")) == 5
