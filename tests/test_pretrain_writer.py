@@ -403,14 +403,22 @@ def reference_stream(texts, tok, budgets: dict, p: float, seed: int):
 
 @pytest.mark.parametrize(
     "train_budget, val_budget, p",
-    [(None, None, 0.3), (150, 40, 0.3), (150, 0, 0.0), (None, 25, 0.9), (0, 60, 0.5), (30, 30, 1.0)],
+    [
+        (None, None, 0.3),
+        (150, 40, 0.3),
+        (150, 0, 0.0),
+        (150, 0, 0.5),  # val's budget is 0: its draws go to train
+        (120, None, 0.0),  # p = 0: reading stops once train is full, though val has room
+        (None, 25, 0.9),
+        (0, 60, 0.5),
+        (30, 30, 1.0),
+    ],
 )
 def test_the_stream_rule_document_by_document(tmp_path, tiny_tokenizer, train_budget, val_budget, p):
     texts = [d for pair in itertools.zip_longest(tiny_corpus(40, seed=21), BLANK * 4) for d in pair if d is not None]
     want, seen, blank, docs = reference_stream(texts, tiny_tokenizer, {"train": train_budget, "val": val_budget}, p, 7)
-    meta = build_stream(
-        texts, tmp_path, tiny_tokenizer, max_train_tokens=train_budget, max_val_tokens=val_budget, val_doc_prob=p
-    )
+    budgets = {"max_train_tokens": train_budget, "max_val_tokens": val_budget}
+    meta = build_stream(texts, tmp_path, tiny_tokenizer, **budgets, val_doc_prob=p, check_empty=False)
     for split in ("train", "val"):
         assert split_tokens(tmp_path, split).tolist() == want[split], split
         assert meta[f"{split}_documents"] == docs[split]
