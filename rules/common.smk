@@ -83,14 +83,15 @@ def input_paths(paths):
 
 def unnameable_inputs(paths):
     """{path: [size, mtime_ns]} of the files input_paths leaves out."""
-    return {p: [os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in paths if not _nameable(p)}
+    return {p: [st.st_size, st.st_mtime_ns] for p in paths if not _nameable(p) for st in [os.stat(p)]}
 
 
-def pretrain_inputs(wildcards):
+def source_inputs(wildcards):
+    """The data files a pretrain or SFT source reads (the ones Snakemake can name)."""
     return input_paths(source_input_files(config, wildcards.source))
 
 
-def pretrain_unnameable(wildcards):
+def source_unnameable(wildcards):
     return unnameable_inputs(source_input_files(config, wildcards.source))
 
 
@@ -134,14 +135,6 @@ def sft_spec(wildcards):
         "seed": config["seed"], "demo": config["demo"], "sft": {"t_max": config["sft"]["t_max"]},
         "sources": {s: config["sources"][s]},
     })
-
-
-def sft_inputs(wildcards):
-    return input_paths(source_input_files(config, wildcards.source))
-
-
-def sft_unnameable(wildcards):
-    return unnameable_inputs(source_input_files(config, wildcards.source))
 
 
 def stream_spec(wildcards):

@@ -8,7 +8,7 @@
 rule pretrain:
     input:
         model=TOKENIZER_MODEL,
-        files=pretrain_inputs,
+        files=source_inputs,
     output:
         train=directory(f"{PRETRAIN_DIR}/train"),
         val=directory(f"{PRETRAIN_DIR}/val"),
@@ -18,7 +18,7 @@ rule pretrain:
     params:
         spec=pretrain_spec,
         format_version=FORMAT_VERSION,
-        unnameable=pretrain_unnameable,
+        unnameable=source_unnameable,
     threads: 2
     conda:
         "../environment.yml"
@@ -36,7 +36,7 @@ if PARTED_SOURCES:
     rule pretrain_part:
         input:
             model=TOKENIZER_MODEL,
-            files=pretrain_inputs,
+            files=source_inputs,
         output:
             train=directory(f"{PART_DIR}/train"),
             val=directory(f"{PART_DIR}/val"),
@@ -46,7 +46,7 @@ if PARTED_SOURCES:
             part="|".join(PART_NAMES),
         params:
             spec=pretrain_part_spec,
-            unnameable=pretrain_unnameable,
+            unnameable=source_unnameable,
             index=part_index,
             format_version=FORMAT_VERSION,
         threads: 2

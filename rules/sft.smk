@@ -6,7 +6,7 @@
 rule sft:
     input:
         model=TOKENIZER_MODEL,
-        files=sft_inputs,
+        files=source_inputs,
     output:
         train_tokens=f"{SFT_DIR}/{layout.sft_tokens_name('train')}",
         train_idx=f"{SFT_DIR}/{layout.sft_offsets_name('train')}",
@@ -17,7 +17,7 @@ rule sft:
         source="|".join(SFT_SOURCES),
     params:
         spec=sft_spec,
-        unnameable=sft_unnameable,
+        unnameable=source_unnameable,
         format_version=FORMAT_VERSION,
     threads: 2
     conda:
