@@ -95,6 +95,24 @@ def add_num_threads_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_tokenizer_arg(parser: argparse.ArgumentParser, *, help: str | None = None) -> None:
+    """--tokenizer: the SentencePiece model a command encodes with or checks against. Its default is the
+    model of the cache tree the command works on ({cache_dir}/tokenizer/spm.model): `tokenizer_path`."""
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="MODEL",
+        help=help or "SentencePiece model (default: {cache_dir}/tokenizer/spm.model)",
+    )
+
+
+def tokenizer_path(args: argparse.Namespace, cache_dir: str | os.PathLike) -> str:
+    """--tokenizer if given, else the model of the cache tree at `cache_dir`."""
+    from niels_gpt.layout import tokenizer_model
+
+    return args.tokenizer or tokenizer_model(cache_dir)
+
+
 def nested(dotted: Mapping[str, Any]) -> dict:
     """{"a.b": 1} -> {"a": {"b": 1}}."""
     out: dict = {}

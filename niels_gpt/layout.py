@@ -16,6 +16,26 @@ written last and removed first, so its presence means the files it lists are com
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of artifacts: its folder under the cache root (also meta.json's `kind`), what its
+    files hold (token ids, bytes, or a model), and the unit a reader counts in."""
+
+    name: str
+    space: str  # "tokens" (uint16 ids of the one tokenizer) | "bytes" (UTF-8 streams) | "model"
+    unit: str  # a document (ends at an eot), an example (starts at an offset), a segment (between separators)
+
+
+# The one table of families: every writer, reader, inspection tool and report uses these words.
+FAMILIES = {
+    "tokenizer": Family("tokenizer", space="model", unit="piece"),
+    "pretrain": Family("pretrain", space="tokens", unit="document"),
+    "sft": Family("sft", space="tokens", unit="example"),
+    "streams": Family("streams", space="bytes", unit="segment"),
+}
 
 SPLITS = ("train", "val")
 META = "meta.json"

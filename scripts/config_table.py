@@ -3,7 +3,7 @@
     python -m scripts.config_table            # print the table
     python -m scripts.config_table --write    # replace it in README.md between the markers
 
-tests/test_readme.py fails when README.md's table differs from the schema, so the README cannot
+tests/docs/test_readme.py fails when README.md's table differs from the schema, so the README cannot
 drift from the configuration that is really validated.
 """
 

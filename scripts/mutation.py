@@ -24,33 +24,33 @@ SETUP_CFG = ROOT / "setup.cfg"
 
 # group -> (modules to mutate, the test files that cover them)
 GROUPS = {
-    "config": (["niels_gpt/config.py"], ["tests/test_config.py", "tests/test_command_line.py"]),
+    "config": (["niels_gpt/config.py"], ["tests/common/test_config.py", "tests/common/test_command_line.py"]),
     "registry": (
         ["niels_gpt/data/registry.py"],
         [
-            "tests/test_registry.py",
-            "tests/test_sft_job.py",
-            "tests/test_pretrain_job.py",
+            "tests/data/test_registry.py",
+            "tests/sft/test_job.py",
+            "tests/pretrain/test_job.py",
             "tests/test_streams.py",
-            "tests/test_pretrain_parts.py",
+            "tests/pretrain/test_parts.py",
         ],
     ),
     "chat_template": (
         ["niels_gpt/chat_template.py"],
-        ["tests/test_chat_template.py", "tests/test_sft_masking.py", "tests/test_primer_sft.py"],
+        ["tests/common/test_chat_template.py", "tests/test_sft_masking.py", "tests/test_primer_sft.py"],
     ),
     "sft": (
         ["niels_gpt/sft/writer.py", "niels_gpt/sft/windows.py"],
         [
-            "tests/test_windows.py",
+            "tests/sft/test_windows.py",
             "tests/test_sft_cache_roundtrip.py",
-            "tests/test_sft_dataset.py",
-            "tests/test_sft_job.py",
+            "tests/sft/test_dataset.py",
+            "tests/sft/test_job.py",
         ],
     ),
     "pretrain": (
         ["niels_gpt/pretrain/writer.py", "niels_gpt/pretrain/shards.py"],
-        ["tests/test_pretrain_writer.py", "tests/test_cache_determinism.py", "tests/test_pretrain_job.py"],
+        ["tests/pretrain/test_writer.py", "tests/test_cache_determinism.py", "tests/pretrain/test_job.py"],
     ),
 }
 # Files the tests read beside the package and tests/ (mutmut runs them in a copy under mutants/)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import tiny_corpus
-
 from niels_gpt.cache.meta import sha256_file
 from niels_gpt.pretrain import encode as batch_encode
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
+from tests.support.corpus import tiny_corpus
 
 
 def hashes(out: Path) -> dict[str, str]:

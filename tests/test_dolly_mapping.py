@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from loader_fixtures import DOLLY_ROWS, write_jsonl
 
 from niels_gpt.data.dolly import SYSTEM_PROMPT, dolly_row_to_chat, iter_dolly_sft
+from tests.support.hub_files import DOLLY_ROWS, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from loader_fixtures import write_parquet
 
 from niels_gpt.data.fineweb_edu import iter_fineweb_edu
 from niels_gpt.data.gutenberg import iter_gutenberg
 from niels_gpt.data.text_fields import select_text_field
+from tests.support.hub_files import write_parquet
 
 pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 

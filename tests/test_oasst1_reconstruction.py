@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from loader_fixtures import oasst_rows, rows_to_columns, write_parquet
 
 from niels_gpt.data.oasst1 import iter_oasst1_sft, reconstruct_threads
+from tests.support.hub_files import oasst_rows, rows_to_columns, write_parquet
 
 pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
 

@@ -7,13 +7,13 @@ import os
 
 import numpy as np
 import pytest
-from sft_chats import random_chats
 
 from niels_gpt.cache.cli import main
 from niels_gpt.cache.meta import REQUIRED_SFT, read_meta
 from niels_gpt.chat_template import render_chat_sft
 from niels_gpt.command_line import run_cli
 from niels_gpt.splits import val_mask
+from tests.support.chats import random_chats
 
 N = 40
 

@@ -7,7 +7,6 @@ import os
 
 import numpy as np
 import pytest
-from sft_chats import random_chats
 
 from niels_gpt.cache.meta import REQUIRED_SFT, read_meta, sha256_file
 from niels_gpt.chat_template import render_chat_sft
@@ -17,6 +16,7 @@ from niels_gpt.layout import sft_file_names as output_names
 from niels_gpt.sft import writer as sft_writer
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.splits import val_groups, val_mask
+from tests.support.chats import random_chats
 
 CHATS = random_chats(120, seed=11)
 

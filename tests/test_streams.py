@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-from loader_fixtures import write_demo_tree
 
 from niels_gpt.config import deep_merge, prepare_config
 from niels_gpt.streams import (
@@ -21,6 +20,7 @@ from niels_gpt.streams import (
     build_wiki_stream,
     stream_paths,
 )
+from tests.support.hub_files import write_demo_tree
 
 DELIM = "\n\n<dialogue>\n\n"
 WIKI = {

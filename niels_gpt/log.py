@@ -1,0 +1,24 @@
+"""How every command reports: milestones as one line each on stderr, progress as one tqdm policy.
+
+stdout is left to what a command is asked for (`info`'s table, `verify`'s lines, `--json`); every
+build step writes its milestones (`train: 1,234,567 tokens in 1 shard`) to stderr, which the
+Snakemake rules send to the job's log. A progress bar is drawn only when stderr is a terminal, so
+logs never fill with bar redraws.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def log(message: str) -> None:
+    """One milestone line on stderr, flushed at once (a killed job's log still shows it)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def progress(**kwargs):
+    """A tqdm bar on stderr, shown only when stderr is a terminal; kwargs go to tqdm (total, desc, unit...)."""
+    from tqdm import tqdm
+
+    kwargs.setdefault("dynamic_ncols", True)
+    return tqdm(file=sys.stderr, disable=not sys.stderr.isatty(), **kwargs)

@@ -1,0 +1,104 @@
+"""`report-figures`: every family writes valid, reproducible SVG (and the leakage table) showing its caches."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import pytest
+
+from niels_gpt.cache.cli import main
+from niels_gpt.command_line import run_cli
+from niels_gpt.layout import REPORT_FIGURES
+from niels_gpt.report.plotting import count, pct
+from tests.support.report_tree import PLANTED_DOC, WIKI_VAL, build_report_tree
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
+    return build_report_tree(tmp_path_factory.mktemp("figures"), tiny_tokenizer, tiny_tokenizer_path, plant=True)
+
+
+def draw_all(tree, out_dir) -> dict[str, bytes]:
+    assert run_cli(main, ["leakage", "--set", f"cache_dir={tree}"]) == 0
+    for family in REPORT_FIGURES:
+        assert (
+            run_cli(
+                main, ["report-figures", "--family", family, "--set", f"cache_dir={tree}", "--out-dir", str(out_dir)]
+            )
+            == 0
+        )
+    return {p.name: p.read_bytes() for p in sorted(out_dir.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def drawn(tree, tmp_path_factory):
+    return draw_all(tree, tmp_path_factory.mktemp("out"))
+
+
+def svg_text(data: bytes) -> str:
+    root = ET.fromstring(data)
+    assert root.tag == f"{SVG}svg"
+    return " ".join(t for el in root.iter(f"{SVG}text") for t in el.itertext())
+
+
+def test_every_family_writes_its_files_and_each_svg_is_a_valid_image(drawn):
+    assert set(drawn) == {name for names in REPORT_FIGURES.values() for name in names}
+    for name, data in drawn.items():
+        if name.endswith(".svg"):
+            svg_text(data)  # parses as SVG, with text kept as text
+
+
+def test_figures_are_byte_identical_when_drawn_again(tree, drawn, tmp_path):
+    assert draw_all(tree, tmp_path) == drawn
+
+
+def test_figures_show_the_caches_numbers(tree, drawn):
+    tokens = svg_text(drawn["pretrain_tokens.svg"])
+    meta = json.loads((tree / "pretrain" / "wikitext" / "meta.json").read_text())
+    assert "wikitext" in tokens and count(meta["train_tokens"]) in tokens and count(meta["val_tokens"]) in tokens
+    assert "pretrain/fineweb_edu: not built" in tokens
+    assert "T_max + 1" in svg_text(drawn["sft_lengths.svg"])
+    assert "sft.mix weight" in svg_text(drawn["sft_mix.svg"])
+    assert "sft/primer" in svg_text(drawn["tokenizer_bytes_per_token.svg"])
+    assert "streams.p_train" in svg_text(drawn["streams_mix.svg"])
+    heatmap = svg_text(drawn["leakage.svg"])
+    assert "pretrain/wikitext val" in heatmap and "pretrain/roam train" in heatmap
+
+
+def test_leakage_table_is_self_contained_html_naming_the_planted_document(drawn):
+    page = drawn["leakage_table.html"].decode()
+
+    external = []
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            external.extend(v for k, v in attrs if k in ("src", "href") and v and "://" in v)
+
+    Links().feed(page)
+    assert external == [] and "<script" not in page
+    assert " ".join(WIKI_VAL[PLANTED_DOC].split())[:30] in page
+    assert f"<tr><td>{PLANTED_DOC}</td>" in page
+
+
+def test_leakage_figures_need_the_audit_first(tmp_path, capsys):
+    rc = run_cli(main, ["report-figures", "--family", "leakage", "--set", f"cache_dir={tmp_path}"])
+    assert rc == 1 and "no leakage audit; run `python -m niels_gpt.cache.cli leakage` first" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "family, figure, key, weights",
+    [
+        ("sft", "sft_mix.svg", "sft.mix", {"primer": 0.37, "oasst1": 0.41, "dolly15k": 0.22}),
+        ("streams", "streams_mix.svg", "streams.p_train", {"wiki": 0.53, "roam": 0.29, "primer": 0.18}),
+    ],
+)
+def test_mixture_figures_show_the_configured_weights(tree, tmp_path, family, figure, key, weights):
+    setting = "{" + ", ".join(f"{k}: {v}" for k, v in weights.items()) + "}"
+    args = ["report-figures", "--family", family, "--set", f"cache_dir={tree}", "--out-dir", str(tmp_path)]
+    assert run_cli(main, [*args, "--set", f"{key}={setting}"]) == 0
+    text = svg_text((tmp_path / figure).read_bytes())
+    assert all(pct(w) in text for w in weights.values()), text

@@ -1,0 +1,53 @@
+"""EncodeWorkers: batches encoded in worker processes come back in input order, errors come back too."""
+
+from __future__ import annotations
+
+import pytest
+
+from niels_gpt.pretrain.encode import encode_documents
+from niels_gpt.token_files import pack_tokens
+from niels_gpt.tokenizer.workers import AHEAD_PER_WORKER, EncodeWorkers, available_cpus, resolve_workers
+from tests.support.corpus import tiny_corpus
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_results_come_back_in_input_order(tiny_tokenizer, workers):
+    texts = tiny_corpus(90, seed=4)
+    batches = [texts[i : i + 1 + i % 7] for i in range(0, len(texts), 5)]  # uneven sizes: uneven finishing
+    got = list(EncodeWorkers(tiny_tokenizer, workers).map(encode_documents, batches))
+    want = [(tiny_tokenizer.encode_batch(b), b) for b in batches]
+    assert len(got) == len(want)
+    for (flat, lens), (ids, _) in zip(got, want):
+        assert lens == [len(d) for d in ids]
+        assert flat.tolist() == [t for d in ids if d for t in [*d, tiny_tokenizer.eot_id]]
+
+
+def test_input_is_read_only_a_few_batches_ahead(tiny_tokenizer):
+    pulled = []
+
+    def batches():
+        for i in range(40):
+            pulled.append(i)
+            yield [f"document number {i}"]
+
+    with EncodeWorkers(tiny_tokenizer, 2) as workers:
+        results = workers.map(encode_documents, batches())
+        next(results)
+        assert len(pulled) <= AHEAD_PER_WORKER * 2 + 1
+
+
+def test_an_error_in_a_worker_is_raised_in_the_caller(tiny_tokenizer):
+    with EncodeWorkers(tiny_tokenizer, 2) as workers, pytest.raises(TypeError, match="must be str or bytes"):
+        list(workers.map(encode_documents, [["fine"], [None], ["fine"]]))
+
+
+def test_worker_count(tiny_tokenizer):
+    assert resolve_workers(-1) == available_cpus() >= 1 and resolve_workers(3) == 3
+    with pytest.raises(ValueError, match=">= 1 or -1"):
+        EncodeWorkers(tiny_tokenizer, 0)
+
+
+def test_pack_tokens_puts_end_after_every_non_empty_list():
+    packed = pack_tokens([[5, 65535], [], [7]], end=4)
+    assert packed.dtype.str == "<u2" and packed.tolist() == [5, 65535, 4, 7, 4]
+    assert pack_tokens([[1, 2], [], [3]]).tolist() == [1, 2, 3] and pack_tokens([]).tolist() == []
