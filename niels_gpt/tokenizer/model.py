@@ -23,6 +23,11 @@ from niels_gpt.special_tokens import SPECIAL_TOKENS
 from niels_gpt.token_files import check_vocab_fits
 
 
+def _special_id(name: str) -> property:
+    """A read-only attribute: the id of special token `name` (`tokenizer.eot_id` == `tokenizer.special_ids["eot"]`)."""
+    return property(lambda self: self.special_ids[name], doc=f"The id of the {name} special token.")
+
+
 class SentencePieceTokenizer:
     """Encode/decode with special ids by name; the only tokenizer every later stage uses."""
 
@@ -63,21 +68,10 @@ class SentencePieceTokenizer:
         self.model_path = state["model_path"]
         self._load(state["model_proto"])
 
-    @property
-    def sys_id(self) -> int:
-        return self.special_ids["sys"]
-
-    @property
-    def usr_id(self) -> int:
-        return self.special_ids["usr"]
-
-    @property
-    def asst_id(self) -> int:
-        return self.special_ids["asst"]
-
-    @property
-    def eot_id(self) -> int:
-        return self.special_ids["eot"]
+    sys_id = _special_id("sys")
+    usr_id = _special_id("usr")
+    asst_id = _special_id("asst")
+    eot_id = _special_id("eot")
 
     def encode(self, text: str) -> list[int]:
         """Ordinary pieces only: special strings inside `text` are encoded as plain text."""

@@ -219,30 +219,18 @@ class MixedLoader:
         )
 
     # -- caches on disk ------------------------------------------------------------------------
+    # Each opener says which caches it reads and how it opens one; `mixing` is the rest of the
+    # constructor's arguments (B, seed, and rank, world_size, mode when given), passed on unchanged.
     @classmethod
-    def pretrain(
-        cls,
-        cache_dir,
-        split: str = "train",
-        *,
-        p: Mapping[str, float],
-        T: int,
-        B: int,
-        seed: int,
-        device: str = "cpu",
-        rank: int = 0,
-        world_size: int = 1,
-        tokenizer=None,
-        mode: str = "random",
-    ) -> MixedLoader:
-        """Sources `{cache_dir}/pretrain/{name}/{split}` for every name with weight > 0."""
+    def pretrain(cls, cache_dir, split="train", *, p, T: int, device="cpu", tokenizer=None, **mixing) -> MixedLoader:
+        """Sources `{cache_dir}/pretrain/{name}/{split}` (PretrainTokenStreamDataset) for every name with
+        weight > 0 in `p`."""
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
         def open_source(root: Path):
             return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
 
-        sources = open_weighted(p, layout.pretrain_dir, cache_dir, open_source)
-        return cls(sources, p=weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
+        return cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
 
     @classmethod
     def sft(
@@ -252,19 +240,16 @@ class MixedLoader:
         *,
         p: Mapping[str, float],
         T: int,
-        B: int,
         seed: int,
         device: str = "cpu",
-        rank: int = 0,
-        world_size: int = 1,
         tokenizer=None,
-        mode: str = "random",
         packing: bool = False,
         ignore_index: int = IGNORE_INDEX,
+        **mixing,
     ) -> MixedLoader:
-        """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0;
-        `packing=True` packs every source (packing seed: `seed`). With packing, p is each source's share of
-        rows, i.e. of tokens, no longer of examples."""
+        """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0
+        in `p`; `packing=True` packs every source (packing seed: `seed`). With packing, p is each
+        source's share of rows, i.e. of tokens, no longer of examples."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
         def open_source(root: Path):
@@ -279,5 +264,10 @@ class MixedLoader:
                 ignore_index=ignore_index,
             )
 
-        sources = open_weighted(p, layout.sft_dir, cache_dir, open_source)
-        return cls(sources, p=weighted(p), B=B, seed=seed, rank=rank, world_size=world_size, mode=mode)
+        return cls._from_caches(layout.sft_dir, cache_dir, open_source, p=p, seed=seed, **mixing)
+
+    @classmethod
+    def _from_caches(cls, source_dir, cache_dir, open_source, *, p: Mapping[str, float], **settings) -> MixedLoader:
+        """The loader over `open_source(source_dir(cache_dir, name))` for every source with weight > 0."""
+        sources = open_weighted(p, source_dir, cache_dir, open_source)
+        return cls(sources, p=weighted(p), **settings)

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from niels_gpt import layout
-from niels_gpt.cache.meta import read_meta
+from niels_gpt.meta import is_built, read_meta
 from niels_gpt.sampling import check_mixture
 
 FIELDS = ("x", "y", "y_masked", "segment_ids", "position_ids")  # what a source's tuple holds, in order
@@ -102,7 +102,7 @@ def refuse_not_built(root: Path, name: str, weight: float) -> None:
             "first (`snakemake -j4 cache/all`) or give it weight 0"
         )
     meta = read_meta(str(meta_path))
-    if meta.get("built") is False:
+    if not is_built(meta):
         raise ValueError(
             f"{root}: source {name!r} has weight {weight} but its cache was not built "
             f"({meta.get('reason', 'no reason given')}); enable sources.{name}.enabled and rebuild, or give it weight 0"
