@@ -1,7 +1,14 @@
-"""Atomic file writes: write `name.tmp`, fsync, then `os.replace` onto the final name.
+"""Atomic file writes: every file is written as `name.tmp`, fsynced, then renamed onto `name` (`os.replace`).
 
-A killed or failed build therefore never leaves a file under its final name that looks complete;
-readers ignore `*.tmp`. On error the temporary file is removed and the exception re-raised.
+A failed or killed build therefore never leaves a partial file under a final name, and never damages
+the file a final name held before; readers ignore `*.tmp`. On error the temporary file is removed and
+the exception re-raised.
+
+- one file: `atomic_open` (a context manager), `atomic_write_bytes`, `atomic_write_text`, `atomic_write_json`;
+- the files of one build that must all be complete before any is published (the shards of a pretrain
+  split, an SFT cache's tokens and offsets): `StagedFiles`, whose files are renamed only by an explicit
+  `commit()` once the whole build has succeeded; meta.json is written after that, so a meta.json means
+  every file it lists is complete.
 """
 
 from __future__ import annotations
@@ -22,26 +29,105 @@ def tmp_path_for(path: str | os.PathLike) -> Path:
     return p.with_name(p.name + TMP_SUFFIX)
 
 
+class StagedFile:
+    """One file written under `path.tmp`; `commit()` renames it onto `path`, `discard()` removes it.
+
+    `file` is the open temporary file; `close()` flushes and fsyncs it (it keeps its temporary name).
+    Until `commit()`, the final name holds what it held before, or nothing."""
+
+    def __init__(self, path: str | os.PathLike, mode: str = "wb"):
+        if "w" not in mode:
+            raise ValueError(f"a staged file is for writing, got mode {mode!r}")
+        self.path = Path(path)
+        self.tmp = tmp_path_for(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file: IO[Any] = open(self.tmp, mode, encoding=None if "b" in mode else "utf-8")
+        self.committed = False
+
+    def write(self, data) -> int:
+        return self.file.write(data)
+
+    def close(self) -> None:
+        """Flush, fsync and close the temporary file (again: nothing)."""
+        if not self.file.closed:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+
+    def commit(self) -> Path:
+        """Close the file and rename it onto its final name; returns that name."""
+        self.close()
+        os.replace(self.tmp, self.path)
+        self.committed = True
+        return self.path
+
+    def discard(self) -> None:
+        """Remove what this file wrote: the temporary file, or the final one if it was committed."""
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
+        if self.committed:
+            self.path.unlink(missing_ok=True)
+            self.committed = False
+
+
+class StagedFiles:
+    """The files of one build, published together: nothing reaches a final name before `commit()`.
+
+        with StagedFiles() as staged:
+            f = staged.open(out / "train_tokens.bin")   # written as train_tokens.bin.tmp
+            ...
+            staged.write_bytes(out / "train_idx.npy", data)
+            staged.commit()                             # every file renamed, in the order opened
+
+    Leaving the block without `commit()` (an error, re-raised, or a forgotten commit) discards every
+    file: temporary ones, and any a failed `commit()` had already renamed."""
+
+    def __init__(self) -> None:
+        self.files: list[StagedFile] = []
+
+    def open(self, path: str | os.PathLike, mode: str = "wb") -> StagedFile:
+        staged = StagedFile(path, mode)
+        self.files.append(staged)
+        return staged
+
+    def write_bytes(self, path: str | os.PathLike, data: bytes) -> StagedFile:
+        """A whole file at once, fsynced; it keeps its temporary name until `commit()`."""
+        staged = self.open(path, "wb")
+        staged.write(data)
+        staged.close()
+        return staged
+
+    def commit(self) -> list[Path]:
+        """Close every file and rename it onto its final name; returns the final names."""
+        for staged in self.files:
+            staged.close()
+        return [staged.commit() for staged in self.files]
+
+    def discard(self) -> None:
+        for staged in self.files:
+            staged.discard()
+
+    @property
+    def committed(self) -> bool:
+        return bool(self.files) and all(staged.committed for staged in self.files)
+
+    def __enter__(self) -> StagedFiles:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None or not self.committed:
+            self.discard()
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
-    """Open `path.tmp` for writing; on clean exit fsync and rename it to `path`."""
-    if "w" not in mode:
-        raise ValueError(f"atomic_open is for writing, got mode {mode!r}")
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_path_for(final)
-    encoding = None if "b" in mode else "utf-8"
-    f = open(tmp, mode, encoding=encoding)
+    """Open `path.tmp` for writing; on clean exit fsync and rename it to `path`, on error remove it."""
+    staged = StagedFile(path, mode)
     try:
-        yield f
-        f.flush()
-        os.fsync(f.fileno())
-        f.close()
-        os.replace(tmp, final)
+        yield staged.file
+        staged.commit()
     except BaseException:
-        f.close()
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        staged.discard()
         raise
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from niels_gpt.atomic import atomic_write_json, tmp_path_for
 from niels_gpt.layout import FAMILIES
 
 KINDS = tuple(FAMILIES)
+TOKENIZER_FIELDS = ("tokenizer_sha256", "vocab_size", "special_token_ids", "eot_id")
 HEADER = (
     "kind",
     "format_version",
@@ -37,10 +38,7 @@ HEADER = (
     "seed",
     "dataset_name",
     "dataset_config",
-    "tokenizer_sha256",
-    "vocab_size",
-    "special_token_ids",
-    "eot_id",
+    *TOKENIZER_FIELDS,
 )
 # What a token cache's meta.json always records: what was read, how it was split, with which seed and tokenizer
 REQUIRED_COMMON = HEADER + ("split_rule", "token_dtype")
@@ -58,6 +56,21 @@ REQUIRED = {
 NOT_BUILT_REQUIRED = HEADER + ("reason",)
 
 
+def tokenizer_fields(tokenizer) -> dict:
+    """The header's TOKENIZER_FIELDS: of a SentencePieceTokenizer, copied from the meta of an artifact
+    built with one (a dict: a merge of part caches), or all None (no tokenizer)."""
+    if tokenizer is None:
+        return dict.fromkeys(TOKENIZER_FIELDS)
+    if isinstance(tokenizer, Mapping):
+        return {k: tokenizer.get(k) for k in TOKENIZER_FIELDS}
+    return {
+        "tokenizer_sha256": tokenizer.sha256,
+        "vocab_size": tokenizer.vocab_size,
+        "special_token_ids": dict(tokenizer.special_ids),
+        "eot_id": tokenizer.eot_id,
+    }
+
+
 def header(
     kind: str,
     *,
@@ -68,8 +81,8 @@ def header(
     dataset_config: str | None = None,
     built: bool = True,
 ) -> dict:
-    """The fields every meta.json starts with (see the module docstring); `tokenizer` is a
-    SentencePieceTokenizer or None (byte streams, or an artifact built without one)."""
+    """The fields every meta.json starts with (see the module docstring); `tokenizer` as `tokenizer_fields`
+    takes it (None for byte streams, or an artifact built without one)."""
     if kind not in KINDS:
         raise ValueError(f"unknown artifact kind {kind!r}; expected one of {', '.join(KINDS)}")
     return {
@@ -79,10 +92,7 @@ def header(
         "seed": seed,
         "dataset_name": dataset_name,
         "dataset_config": dataset_config,
-        "tokenizer_sha256": tokenizer.sha256 if tokenizer is not None else None,
-        "vocab_size": tokenizer.vocab_size if tokenizer is not None else None,
-        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
-        "eot_id": tokenizer.eot_id if tokenizer is not None else None,
+        **tokenizer_fields(tokenizer),
     }
 
 
@@ -99,12 +109,16 @@ def is_built(meta: dict) -> bool:
     return meta.get("built") is not False
 
 
-def check_required(meta: dict[str, Any], *, path: str | os.PathLike = "meta.json") -> None:
-    """ValueError naming `path` and every missing field, for the fields `meta["kind"]` requires."""
-    kind = meta.get("kind")
-    if kind not in REQUIRED:
-        raise ValueError(f"{path}: kind {kind!r} is not an artifact kind ({', '.join(KINDS)})")
-    required = REQUIRED[kind] if is_built(meta) else NOT_BUILT_REQUIRED
+def check_required(
+    meta: dict[str, Any], required: Iterable[str] | None = None, *, path: str | os.PathLike = "meta.json"
+) -> None:
+    """ValueError naming `path` and every missing field: of `required` when given, else of the fields
+    `meta["kind"]` requires (REQUIRED, or NOT_BUILT_REQUIRED for a "not built" record)."""
+    if required is None:
+        kind = meta.get("kind")
+        if kind not in REQUIRED:
+            raise ValueError(f"{path}: kind {kind!r} is not an artifact kind ({', '.join(KINDS)})")
+        required = REQUIRED[kind] if is_built(meta) else NOT_BUILT_REQUIRED
     missing = [k for k in required if k not in meta]
     if missing:
         raise ValueError(f"{path}: missing required field(s) {', '.join(missing)}")
