@@ -1,4 +1,5 @@
-"""MixedLoader: deterministic batches, exact resume, rank sharding, guards (mixture draws: niels_gpt.sampling)."""
+"""MixedLoader: deterministic batches, exact resume, rank sharding, guards, packed SFT rows (mixture draws:
+niels_gpt.sampling; what sources must share: test_sources.py; epoch mode: test_epoch_mixer.py)."""
 
 from __future__ import annotations
 
@@ -10,59 +11,22 @@ import pytest
 import torch
 
 from niels_gpt.batching import StreamBatcher
-from niels_gpt.cache.build_cache import build_pretrain_cache, build_sft_cache
-from niels_gpt.cache.loader import Batch, MixedLoader
-from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.cache.sft_dataset import SFTExampleDataset
-from niels_gpt.pretrain.writer import write_not_built_meta
+from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 from niels_gpt.sampling import derive_seed, draw_sources
-from tests.support.chats import random_chats
-from tests.support.corpus import tiny_corpus
+from niels_gpt.sft.dataset import SFTExampleDataset
+from niels_gpt.training.loader import Batch, MixedLoader
 
-PRETRAIN_P = {"fineweb_edu": 0.6, "wikitext": 0.3, "gutenberg": 0.1}
+PRETRAIN_P = {"fineweb_edu": 0.6, "wikitext": 0.3, "gutenberg": 0.1}  # the sources of loader_caches
 SFT_P = {"primer": 0.10, "oasst1": 0.70, "dolly15k": 0.20}
+PACKED_P = {"dolly15k": 0.3, "oasst1": 0.7}  # the sources of packable_caches
 T, B = 16, 8
+PACKED_T = 32
+FIELDS = ("x", "y", "y_masked", "segment_ids", "position_ids")  # a packed batch's tensors, in get_batch's order
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tiny_tokenizer, tmp_path_factory):
-    root = tmp_path_factory.mktemp("loader_cache")
-    for k, name in enumerate(PRETRAIN_P):
-        build_pretrain_cache(
-            tiny_corpus(40, seed=k),
-            str(root / "pretrain" / name),
-            tokenizer=tiny_tokenizer,
-            max_train_tokens=4_000,
-            max_val_tokens=500,
-            shard_bytes=2_000,
-            seed=0,
-            shuffle_buffer=None,
-            val_doc_prob=0.1,
-            num_threads=1,
-        )
-    write_not_built_meta(
-        str(root / "pretrain" / "roam"),
-        reason="disabled in config",
-        dataset_name=None,
-        dataset_config=None,
-        seed=0,
-        shard_bytes=2_000,
-    )
-    for k, name in enumerate(SFT_P):
-        build_sft_cache(
-            random_chats(30, seed=k),
-            str(root / "sft" / name),
-            tokenizer=tiny_tokenizer,
-            val_frac=0.1,
-            seed=0,
-            source=name,
-        )
-    return root
-
-
-def pretrain(cache_dir, **kw):
+def pretrain(root, **kw):
     kw = {"p": PRETRAIN_P, "T": T, "B": B, "seed": 7, **kw}
-    return MixedLoader.pretrain(cache_dir, "train", **kw)
+    return MixedLoader.pretrain(root, "train", **kw)
 
 
 def take(loader, n):
@@ -76,18 +40,18 @@ def same(a: Batch, b: Batch) -> bool:
     return a.step == b.step and all(torch.equal(s, t) for s, t in pairs)
 
 
-def test_same_seed_gives_same_batches_and_other_seed_differs(cache_dir):
-    a, b = take(pretrain(cache_dir), 6), take(pretrain(cache_dir), 6)
+def test_same_seed_gives_same_batches_and_other_seed_differs(loader_caches):
+    a, b = take(pretrain(loader_caches), 6), take(pretrain(loader_caches), 6)
     assert all(same(s, t) for s, t in zip(a, b))
     assert [x.step for x in a] == list(range(6))
     assert len({tuple(x.x.flatten().tolist()) for x in a}) == 6  # every step is a new batch
-    c = take(pretrain(cache_dir, seed=8), 6)
+    c = take(pretrain(loader_caches, seed=8), 6)
     assert not any(torch.equal(s.x, t.x) for s, t in zip(a, c))
 
 
-def test_batch_is_draw_sources_then_each_source_in_name_order(cache_dir, tiny_tokenizer):
-    loader = MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=64, seed=3)
-    datasets = {n: SFTExampleDataset.from_cache_dir(cache_dir / "sft" / n, T=T) for n in SFT_P}
+def test_batch_is_draw_sources_then_each_source_in_name_order(loader_caches, tiny_tokenizer):
+    loader = MixedLoader.sft(loader_caches, p=SFT_P, T=T, B=64, seed=3)
+    datasets = {n: SFTExampleDataset.from_cache_dir(loader_caches / "sft" / n, T=T) for n in SFT_P}
     g = torch.Generator().manual_seed(derive_seed(3, 4, 0))
     names, src = draw_sources(SFT_P, 64, g)
     got = loader.batch_at(4)
@@ -99,38 +63,38 @@ def test_batch_is_draw_sources_then_each_source_in_name_order(cache_dir, tiny_to
             assert torch.equal(have[rows], expected)
 
 
-def test_one_source_alone_is_the_batch(cache_dir):
-    batch = MixedLoader.sft(cache_dir, p={"primer": 1.0}, T=T, B=4, seed=0).batch_at(0)
+def test_one_source_alone_is_the_batch(loader_caches):
+    batch = MixedLoader.sft(loader_caches, p={"primer": 1.0}, T=T, B=4, seed=0).batch_at(0)
     assert batch.x.shape == (4, T) and (batch.source == 0).all()
 
 
-def test_resume_from_state_yields_exactly_the_next_batches(cache_dir):
-    original = pretrain(cache_dir)
+def test_resume_from_state_yields_exactly_the_next_batches(loader_caches):
+    original = pretrain(loader_caches)
     take(original, 5)
     state = json.loads(json.dumps(original.state_dict()))  # states survive a JSON round trip
     assert state["step"] == 5
     expected = take(original, 3)
-    resumed = pretrain(cache_dir)
+    resumed = pretrain(loader_caches)
     resumed.load_state_dict(state)
     assert all(same(s, t) for s, t in zip(take(resumed, 3), expected))
     assert resumed.state_dict() == original.state_dict()
 
 
-def test_ranks_differ_and_each_rank_is_reproducible(cache_dir):
-    r0 = take(pretrain(cache_dir, rank=0, world_size=2), 4)
-    r1 = take(pretrain(cache_dir, rank=1, world_size=2), 4)
+def test_ranks_differ_and_each_rank_is_reproducible(loader_caches):
+    r0 = take(pretrain(loader_caches, rank=0, world_size=2), 4)
+    r1 = take(pretrain(loader_caches, rank=1, world_size=2), 4)
     assert not any(torch.equal(a.x, b.x) for a, b in zip(r0, r1))
-    assert all(same(a, b) for a, b in zip(r1, take(pretrain(cache_dir, rank=1, world_size=2), 4)))
+    assert all(same(a, b) for a, b in zip(r1, take(pretrain(loader_caches, rank=1, world_size=2), 4)))
     # a rank's stream does not depend on world_size: rank 0 of 2 == the single-process run
-    assert all(same(a, b) for a, b in zip(r0, take(pretrain(cache_dir), 4)))
+    assert all(same(a, b) for a, b in zip(r0, take(pretrain(loader_caches), 4)))
 
 
-def test_rank_may_differ_when_loading_a_state(cache_dir):
-    saver = pretrain(cache_dir, rank=0, world_size=2)
+def test_rank_may_differ_when_loading_a_state(loader_caches):
+    saver = pretrain(loader_caches, rank=0, world_size=2)
     take(saver, 3)
-    other = pretrain(cache_dir, rank=1, world_size=2)
+    other = pretrain(loader_caches, rank=1, world_size=2)
     other.load_state_dict(saver.state_dict())
-    assert other.rank == 1 and same(next(other), pretrain(cache_dir, rank=1, world_size=2).batch_at(3))
+    assert other.rank == 1 and same(next(other), pretrain(loader_caches, rank=1, world_size=2).batch_at(3))
 
 
 @pytest.mark.parametrize(
@@ -142,9 +106,9 @@ def test_rank_may_differ_when_loading_a_state(cache_dir):
         (1.0, 2, "rank must be an int with 0 <= rank < 2, got 1.0"),
     ],
 )
-def test_invalid_rank_is_refused(cache_dir, rank, world_size, message):
+def test_invalid_rank_is_refused(loader_caches, rank, world_size, message):
     with pytest.raises(ValueError) as e:
-        pretrain(cache_dir, rank=rank, world_size=world_size)
+        pretrain(loader_caches, rank=rank, world_size=world_size)
     assert str(e.value) == message
 
 
@@ -160,45 +124,26 @@ def test_invalid_rank_is_refused(cache_dir, rank, world_size, message):
         {"mode": "epoch"},
     ],
 )
-def test_mismatched_state_is_refused(cache_dir, change):
-    state = pretrain(cache_dir).state_dict()
+def test_mismatched_state_is_refused(loader_caches, change):
+    state = pretrain(loader_caches).state_dict()
     state["fingerprint"] = {**state["fingerprint"], **change}
     key = next(iter(change))
     with pytest.raises(ValueError, match=f"refusing to resume.*{key}: state has"):
-        pretrain(cache_dir).load_state_dict(state)
+        pretrain(loader_caches).load_state_dict(state)
 
 
-def test_zero_weights_are_ignored_and_not_built_sources_refused_only_with_weight(cache_dir):
-    with_roam = pretrain(cache_dir, p={**PRETRAIN_P, "roam": 0.0})
+def test_zero_weights_are_ignored_and_not_built_sources_refused_only_with_weight(loader_caches):
+    with_roam = pretrain(loader_caches, p={**PRETRAIN_P, "roam": 0.0})
     assert with_roam.names == sorted(PRETRAIN_P)
-    assert same(with_roam.batch_at(2), pretrain(cache_dir).batch_at(2))
-    pretrain(cache_dir).load_state_dict(with_roam.state_dict())
+    assert same(with_roam.batch_at(2), pretrain(loader_caches).batch_at(2))
+    pretrain(loader_caches).load_state_dict(with_roam.state_dict())
     not_built = r"source 'roam' has weight 0.1 but its cache was not built \(disabled in config\)"
     with pytest.raises(ValueError, match=not_built):
-        pretrain(cache_dir, p={"fineweb_edu": 0.9, "roam": 0.1})
+        pretrain(loader_caches, p={"fineweb_edu": 0.9, "roam": 0.1})
 
 
-def test_arity_mismatch_is_refused(cache_dir):
-    sources = {
-        "fineweb_edu": PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T),
-        "dolly15k": SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T),
-    }
-    arity = r"must all return the same fields.*'dolly15k': '\(x, y, y_masked\)', 'fineweb_edu': '\(x, y\)'"
-    with pytest.raises(ValueError, match=arity):
-        MixedLoader(sources, p={"fineweb_edu": 0.5, "dolly15k": 0.5}, B=B, seed=0)
-
-
-def test_different_T_is_refused(cache_dir):
-    sources = {
-        "a": PretrainTokenStreamDataset(cache_dir / "pretrain/wikitext/train", T=T),
-        "b": PretrainTokenStreamDataset(cache_dir / "pretrain/gutenberg/train", T=T + 1),
-    }
-    with pytest.raises(ValueError, match="same T and device"):
-        MixedLoader(sources, p={"a": 0.5, "b": 0.5}, B=B, seed=0)
-
-
-def test_sft_mixture_has_y_masked_with_a_target_in_every_row(cache_dir):
-    for batch in take(MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=64, seed=1), 5):
+def test_sft_mixture_has_y_masked_with_a_target_in_every_row(loader_caches):
+    for batch in take(MixedLoader.sft(loader_caches, p=SFT_P, T=T, B=64, seed=1), 5):
         assert batch.y_masked is not None and batch.y_masked.shape == (64, T)
         assert ((batch.y_masked != -100).sum(1) > 0).all()
         active = batch.y_masked != -100
@@ -217,66 +162,99 @@ def test_byte_stream_batchers_are_sources():
     assert torch.equal(a[0].y[:, :-1], a[0].x[:, 1:])
 
 
-def test_tokenizer_mismatch_error_reaches_the_user_unchanged(cache_dir, tiny_tokenizer):
+def test_tokenizer_mismatch_error_reaches_the_user_unchanged(loader_caches, tiny_tokenizer):
     other = types.SimpleNamespace(sha256="0" * 64, model_path="other.model", special_ids=tiny_tokenizer.special_ids)
     for kind, build_one in (
         (
             "pretrain",
-            lambda: PretrainTokenStreamDataset(cache_dir / "pretrain/fineweb_edu/train", T=T, tokenizer=other),
+            lambda: PretrainTokenStreamDataset(loader_caches / "pretrain/fineweb_edu/train", T=T, tokenizer=other),
         ),
-        ("sft", lambda: SFTExampleDataset.from_cache_dir(cache_dir / "sft/dolly15k", T=T, tokenizer=other)),
+        ("sft", lambda: SFTExampleDataset.from_cache_dir(loader_caches / "sft/dolly15k", T=T, tokenizer=other)),
     ):
         with pytest.raises(ValueError) as direct:
             build_one()
         make = getattr(MixedLoader, kind)
         p = {"fineweb_edu": 1.0} if kind == "pretrain" else {"dolly15k": 1.0}
         with pytest.raises(ValueError) as via_loader:
-            make(cache_dir, p=p, T=T, B=B, seed=0, tokenizer=other)
+            make(loader_caches, p=p, T=T, B=B, seed=0, tokenizer=other)
         assert str(via_loader.value) == str(direct.value) and "sha256" in str(direct.value)
-    assert MixedLoader.sft(cache_dir, p=SFT_P, T=T, B=B, seed=0, tokenizer=tiny_tokenizer).names == sorted(SFT_P)
-
-
-def test_caches_of_different_tokenizers_are_refused_naming_each_sha256(cache_dir, tiny_tokenizer, tmp_path):
-    import shutil
-
-    from niels_gpt.tokenizer import train_sentencepiece
-
-    other = train_sentencepiece(tiny_corpus(200, seed=9), tmp_path / "other.model", vocab_size=380, num_threads=1)
-    root = tmp_path / "cache"
-    shutil.copytree(cache_dir / "sft", root / "sft")
-    shutil.rmtree(root / "sft" / "primer")
-    build_sft_cache(random_chats(30, seed=2), str(root / "sft" / "primer"), tokenizer=other, val_frac=0.1, seed=0)
-    with pytest.raises(ValueError) as e:
-        MixedLoader.sft(root, p=SFT_P, T=T, B=B, seed=0)
-    shas = {"dolly15k": tiny_tokenizer.sha256, "oasst1": tiny_tokenizer.sha256, "primer": other.sha256}
-    assert str(e.value) == (
-        f"caches of one loader were built with different tokenizers (sha256 by source: {shas}); "
-        "rebuild them with one tokenizer"
-    )
-    assert MixedLoader.sft(root, p={"primer": 1.0}, T=T, B=B, seed=0).names == ["primer"]  # alone it is fine
-
-
-def test_a_weighted_source_without_meta_is_refused_with_the_path(cache_dir, tmp_path):
-    import shutil
-
-    root = tmp_path / "cache"
-    shutil.copytree(cache_dir / "pretrain", root / "pretrain")
-    (root / "pretrain" / "wikitext" / "meta.json").unlink()  # a build that never finished
-    with pytest.raises(FileNotFoundError) as e:
-        pretrain(root)
-    assert str(e.value) == (
-        f"{root}/pretrain/wikitext/meta.json: no meta.json for source 'wikitext' (weight 0.3); build the cache "
-        "first (`snakemake -j4 cache/all`) or give it weight 0"
-    )
-    assert pretrain(root, p={"fineweb_edu": 0.7, "gutenberg": 0.3, "wikitext": 0.0}).names == [
-        "fineweb_edu",
-        "gutenberg",
-    ]
+    assert MixedLoader.sft(loader_caches, p=SFT_P, T=T, B=B, seed=0, tokenizer=tiny_tokenizer).names == sorted(SFT_P)
 
 
 @pytest.mark.parametrize("state", [{}, {"fingerprint": {}}, [("step", 3)], None])
-def test_a_state_without_step_is_refused(cache_dir, state):
-    loader = pretrain(cache_dir)
+def test_a_state_without_step_is_refused(loader_caches, state):
+    loader = pretrain(loader_caches)
     with pytest.raises(ValueError, match=r"^not a MixedLoader state \(no 'step'\): "):
         loader.load_state_dict(state)
     assert loader.step == 0
+
+
+# -- packed SFT sources ------------------------------------------------------------------------
+
+
+def packed(root, **kw):
+    return MixedLoader.sft(root, p=PACKED_P, T=PACKED_T, B=B, seed=4, packing=True, **kw)
+
+
+def datasets(root, **kw) -> dict[str, SFTExampleDataset]:
+    return {n: SFTExampleDataset.from_cache_dir(root / "sft" / n, T=PACKED_T, seed=4, **kw) for n in sorted(PACKED_P)}
+
+
+def test_random_batches_are_the_packed_rows_each_source_draws(packable_caches):
+    batch = packed(packable_caches).batch_at(2)
+    g = torch.Generator().manual_seed(derive_seed(4, 2, 0))
+    names, src = draw_sources(PACKED_P, B, g)
+    assert torch.equal(batch.source, src)
+    for k, (name, ds) in enumerate(datasets(packable_caches, packing=True).items()):
+        rows = (src == k).nonzero().squeeze(1)
+        for field, want in zip(FIELDS, ds.get_batch(B=len(rows), generator=g)):
+            assert torch.equal(getattr(batch, field)[rows], want), (name, field)
+    assert batch.segment_ids.dtype == torch.int32 and batch.position_ids.dtype == torch.int64
+    assert (batch.segment_ids.max(1).values > 1).any()  # rows hold several examples
+    unpacked = MixedLoader.sft(packable_caches, p=PACKED_P, T=PACKED_T, B=B, seed=4).batch_at(2)
+    assert unpacked.y_masked is not None and unpacked.segment_ids is None and unpacked.position_ids is None
+
+
+def test_epoch_mode_reads_every_packed_row_once_per_epoch(packable_caches):
+    loader = packed(packable_caches, mode="epoch")
+    batches = [next(loader) for _ in range(60)]
+    for k, (name, ds) in enumerate(datasets(packable_caches, packing=True).items()):
+        rows = torch.cat(
+            [torch.cat([getattr(b, f)[b.source == k].long() for f in FIELDS], 1) for b in batches]
+        ).tolist()
+        n = len(ds)
+        want = np.concatenate([a.astype(np.int64) for a in ds.rows(np.arange(n))], 1).tolist()
+        assert len(rows) >= 2 * n and sorted(rows[:n]) == sorted(want) == sorted(rows[n : 2 * n]), name
+    assert batches[-1].epochs["dolly15k"] >= 2
+
+
+@pytest.mark.parametrize("mode", ["random", "epoch"])
+def test_a_resumed_packed_loader_continues_with_the_same_batches(packable_caches, mode):
+    straight = packed(packable_caches, mode=mode)
+    expected = [next(straight) for _ in range(9)][5:]
+    saver = packed(packable_caches, mode=mode)
+    for _ in range(5):
+        next(saver)
+    resumed = packed(packable_caches, mode=mode)
+    resumed.load_state_dict(json.loads(json.dumps(saver.state_dict())))
+    for want in expected:
+        got = next(resumed)
+        assert got.step == want.step and all(torch.equal(getattr(got, f), getattr(want, f)) for f in FIELDS)
+    padded = MixedLoader.sft(packable_caches, p=PACKED_P, T=PACKED_T, B=B, seed=4, mode=mode)
+    with pytest.raises(ValueError, match=r"refusing to resume.*caches\['dolly15k'\]"):
+        padded.load_state_dict(saver.state_dict())  # a packed position means nothing to padded rows
+
+
+@pytest.mark.parametrize("packing", [False, True])
+def test_ignore_index_reaches_every_row(packable_caches, packing):
+    loader = MixedLoader.sft(packable_caches, p=PACKED_P, T=PACKED_T, B=64, seed=1, packing=packing, ignore_index=-1)
+    batch = next(loader)
+    default = MixedLoader.sft(packable_caches, p=PACKED_P, T=PACKED_T, B=64, seed=1, packing=packing).batch_at(0)
+    assert loader.ignore_index == -1 and torch.equal(
+        batch.y_masked, default.y_masked.masked_fill(default.y_masked == -100, -1)
+    )
+    assert ((batch.y_masked != -1).sum(1) > 0).all()
+    mixed = datasets(packable_caches)
+    mixed["oasst1"] = SFTExampleDataset.from_cache_dir(packable_caches / "sft" / "oasst1", T=PACKED_T, ignore_index=-1)
+    with pytest.raises(ValueError, match=r"one ignore_index, got \{'dolly15k': -100, 'oasst1': -1\}"):
+        MixedLoader(mixed, p=PACKED_P, B=B, seed=0)
