@@ -3,7 +3,7 @@
 Every word here was written for niels_gpt; nothing is copied from a corpus. `TOPICS` holds one
 lexicon per subject: `nouns` (singular; `_` joins multi-word nouns), `verbs` (base form),
 `adjs`, `roles` (people who work in the field) and `fields` (sub-disciplines, `|`-separated).
-`scripts/sample_text.py` inflects these (plurals, -s/-ed/-ing, -ly) and combines them with the
+`sentences.py` inflects these (plurals, -s/-ed/-ing, -ly) and combines them with the
 general lists below, syllable-built names and numbers into sentences.
 """
 

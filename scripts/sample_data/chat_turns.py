@@ -1,13 +1,13 @@
 """Questions, answers and follow-ups for the sample chat sources (dolly15k, oasst1, primer).
 
-Built on `scripts.sample_text.Writer`; arithmetic and unit conversions are computed, so every
+Built on `sentences.Writer`; arithmetic and unit conversions are computed, so every
 answer the sample data gives about them is right. The code snippets and the German, Spanish and
 French phrase banks are the project's own, written for these samples.
 """
 
 from __future__ import annotations
 
-from scripts.sample_text import LEXICON, Writer, cap, fix_articles, plural, title_case, verb_ing
+from scripts.sample_data.sentences import LEXICON, Writer, cap, fix_articles, plural, title_case, verb_ing
 
 CODE_TASKS = [  # (what it does, code); {f}/{x} are the function and argument names, {{}} a literal {}
     (

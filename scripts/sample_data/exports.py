@@ -15,8 +15,8 @@
 
 from __future__ import annotations
 
-from scripts.sample_prose import book
-from scripts.sample_text import Writer, title_case
+from scripts.sample_data.documents import book
+from scripts.sample_data.sentences import Writer, title_case
 
 BOM = "\ufeff"
 MONTHS = ["January", "February", "March", "April", "May", "June"]

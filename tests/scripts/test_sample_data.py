@@ -1,10 +1,9 @@
-"""The bundled offline sample data: files, hub schemas, structure, and that it regenerates exactly."""
+"""scripts.sample_data: the offline sample files, their hub schemas and structure; they regenerate exactly."""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -13,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # `scripts` is a top-level folder, not part of the installed package
+from scripts.sample_data import sources
+from scripts.sample_data.__main__ import main
 
-from scripts import make_sample_data as msd  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SAMPLE = ROOT / "data" / "sample"
 
@@ -217,13 +216,13 @@ def test_roam_notes_are_linked_markdown():
 
 
 def test_regenerating_gives_the_committed_files(tmp_path):
-    msd.main(["--out-root", str(tmp_path)])
+    main(["--out-root", str(tmp_path)])
     generated = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "data").rglob("*") if p.is_file())
     committed = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "data").rglob("*") if p.is_file())
     assert generated == committed, "data/ holds files the generator does not write, or misses some"
     for rel in generated:
         assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), (
-            f"{rel} is stale: rerun scripts.make_sample_data"
+            f"{rel} is stale: rerun python -m scripts.sample_data"
         )
 
 
@@ -256,6 +255,6 @@ def test_roam_export_pages_come_in_both_shapes_with_awkward_names():
 
 def test_row_builders_are_deterministic_and_seeded():
     small = {"train": 5, "validation": 2, "test": 2}
-    assert msd.build_wikitext(3, small) == msd.build_wikitext(3, small)
-    assert msd.build_wikitext(3, small) != msd.build_wikitext(4, small)
-    assert msd.build_fineweb_edu(3, 20) == msd.build_fineweb_edu(3, 20)
+    assert sources.build_wikitext(3, small) == sources.build_wikitext(3, small)
+    assert sources.build_wikitext(3, small) != sources.build_wikitext(4, small)
+    assert sources.build_fineweb_edu(3, 20) == sources.build_fineweb_edu(3, 20)

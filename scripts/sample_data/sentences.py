@@ -1,6 +1,6 @@
 """A small seeded grammar that writes the project's own English text for the offline sample data.
 
-`Writer(rng)` fills sentence templates with words from `scripts.sample_lexicon` (inflected here),
+`Writer(rng)` fills sentence templates with words from `lexicon` (inflected here),
 invented names built from syllables, numbers, dates and units. Everything it returns is a pure
 function of the `random.Random` it was given, so the sample files regenerate identically.
 `wikify` re-spaces a sentence the way wikitext-103-raw tokenizes it (` , `, ` @-@ `, ` @,@ `).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 
-from scripts import sample_lexicon as lex
+from scripts.sample_data import lexicon as lex
 
 IRREGULAR_PLURALS = {
     "mitochondrion": "mitochondria",

@@ -1,14 +1,14 @@
 """Whole documents for the sample pretrain sources: web lessons, wiki articles, novels, notes.
 
 Each builder takes a `Writer` (and so one seeded rng) and returns plain strings; the caller in
-`scripts/make_sample_data.py` wraps them in each hub dataset's row schema.
+`sources.py` wraps them in each hub dataset's row schema.
 """
 
 from __future__ import annotations
 
-from scripts import sample_lexicon as lex
-from scripts.sample_chat import CODE_TASKS, FUNC_NAMES
-from scripts.sample_text import LEXICON, Writer, cap, plural, roman, title_case, wikify
+from scripts.sample_data import lexicon as lex
+from scripts.sample_data.chat_turns import CODE_TASKS, FUNC_NAMES
+from scripts.sample_data.sentences import LEXICON, Writer, cap, plural, roman, title_case, wikify
 
 # ---------------------------------------------------------------- fineweb-edu style web pages
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from scripts import sample_chat as chat
-from scripts.sample_text import Writer
+from scripts.sample_data import chat_turns
+from scripts.sample_data.sentences import Writer
 
 OTHER_LANGS = ["de", "es", "fr"]  # every 7th tree (~14%) is in one of these, in turn
 EMOJI_NAMES = ["+1", "-1", "_skip_reply", "_skip_ranking", "red_heart", "laugh", "hundred_points", "thinking"]
@@ -53,11 +53,11 @@ class TreeBuilder:
     def text(self, role: str, depth: int, reply_to: str) -> tuple[str, str]:
         w = self.w
         if self.lang != "en":
-            return chat.foreign_turn(w, self.lang, role == "prompter", depth == 0), ""
+            return chat_turns.foreign_turn(w, self.lang, role == "prompter", depth == 0), ""
         if depth == 0:
-            return chat.qa(w, self.topic)
+            return chat_turns.qa(w, self.topic)
         if role == "prompter":
-            return chat.followup(w, self.topic)
+            return chat_turns.followup(w, self.topic)
         return reply_to, ""
 
     def message(self, role: str, parent: str | None, text: str, rank: int | None) -> dict:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 
-from scripts import sample_chat as chat
-from scripts import sample_prose as prose
-from scripts.sample_text import LEXICON, TOPIC_NAMES, Writer, cap, fix_articles, plural
+from scripts.sample_data import chat_turns, documents
+from scripts.sample_data.sentences import LEXICON, TOPIC_NAMES, Writer, cap, fix_articles, plural
 
 YEAR_RE = re.compile(r"\b(1[5-9]\d\d|20[0-2]\d)\b")
 
@@ -108,9 +107,9 @@ def dolly_row(w: Writer, category: str) -> dict:
                 context.split(". ")[0] + ". " + w.fill("It also describes how {ns} {v}.", f["topic"])
             )
     elif category == "open_qa":
-        instruction, response = w.pick([chat.definition, chat.compare])(w, topic)
+        instruction, response = w.pick([chat_turns.definition, chat_turns.compare])(w, topic)
     elif category == "general_qa":
-        instruction, response = w.pick([chat.advice, chat.how_to, chat.definition])(w, topic)
+        instruction, response = w.pick([chat_turns.advice, chat_turns.how_to, chat_turns.definition])(w, topic)
     elif category == "classification":
         t1, t2 = w.rng.sample(TOPIC_NAMES, 2)
         items = [(x, t1) for x in w.rng.sample(LEXICON[t1]["nouns"], 3)] + [
@@ -120,7 +119,7 @@ def dolly_row(w: Writer, category: str) -> dict:
         instruction = f"Classify each of the following as related to {t1} or {t2}: " + ", ".join(x for x, _ in items)
         response = "\n".join(f"{cap(x)}: {t}" for x, t in items)
     elif category == "brainstorming":
-        instruction, response = w.pick([chat.examples, chat.advice])(w, topic)
+        instruction, response = w.pick([chat_turns.examples, chat_turns.advice])(w, topic)
         if w.rng.random() < 0.5:
             instruction = w.fill(
                 w.pick(
@@ -141,14 +140,14 @@ def dolly_row(w: Writer, category: str) -> dict:
     else:  # creative_writing
         if w.rng.random() < 0.5:
             instruction = w.fill("Write a short poem about {ns}.", topic)
-            response = chat.poem(w, topic)
+            response = chat_turns.poem(w, topic)
         else:
-            instruction = f'Write the opening of a story called "{chat.story_title(w, topic)}".'
+            instruction = f'Write the opening of a story called "{chat_turns.story_title(w, topic)}".'
             cast = [
                 {"name": w.pick(w.names.first), "pron": "she", "poss": "her"},
                 {"name": w.pick(w.names.first), "pron": "he", "poss": "his"},
             ]
-            response = "\n\n".join(prose.fiction_paragraph(w, cast, topic) for _ in range(w.rng.randint(2, 4)))
+            response = "\n\n".join(documents.fiction_paragraph(w, cast, topic) for _ in range(w.rng.randint(2, 4)))
     return {"instruction": instruction, "context": context, "response": response, "category": category}
 
 
@@ -173,7 +172,7 @@ def primer_messages(w: Writer, long: bool) -> list[dict]:
     if r < 0.07:
         msgs += [
             {"role": "user", "content": w.pick(["Who are you?", "What are you?", "Tell me about yourself."])},
-            {"role": "assistant", "content": w.pick(chat.IDENTITY)},
+            {"role": "assistant", "content": w.pick(chat_turns.IDENTITY)},
         ]
     elif r < 0.13:
         who = w.names.person()
@@ -186,20 +185,20 @@ def primer_messages(w: Writer, long: bool) -> list[dict]:
             },
         ]
     else:
-        q, a = chat.qa(w, topic)
+        q, a = chat_turns.qa(w, topic)
         msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": _assistant(w, a)}]
     turns = w.rng.randint(6, 10) if long else w.pick([0, 0, 1, 1, 2, 3])
     for _ in range(turns):
         if w.rng.random() < 0.15:
             msgs += [
-                {"role": "user", "content": w.pick(chat.THANKS_EN)},
+                {"role": "user", "content": w.pick(chat_turns.THANKS_EN)},
                 {
                     "role": "assistant",
                     "content": w.pick(["You're welcome!", "Glad it helped.", "Any time. Good luck!"]),
                 },
             ]
             continue
-        q, a = chat.followup(w, topic) if w.rng.random() < 0.6 else chat.qa(w, topic)
+        q, a = chat_turns.followup(w, topic) if w.rng.random() < 0.6 else chat_turns.qa(w, topic)
         if long:
             a += "\n\n" + "\n\n".join(w.paragraph(topic, w.rng.randint(5, 9)) for _ in range(2))
         msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": _assistant(w, a)}]
