@@ -1,9 +1,11 @@
 """Mixed-source byte batches for byte-level training: `get_batch`, `StreamBatcher`, `load_stream_cache`.
 
-A source is a byte stream: `bytes`, `bytearray`, `memoryview`, a 1-D uint8 numpy array (the
-`np.memmap`s that `load_stream_cache` returns) or a 1-D uint8 CPU torch tensor. It is viewed in
-place, never copied. A batch row is a window of T+1 consecutive bytes of one source:
-`x = window[:-1]`, `y = window[1:]`, so `y[:, :-1] == x[:, 1:]`; values 0..255, dtype int64, shape (B, T).
+A source is a byte stream (`ByteStream`; `BytesSources` maps names to them, both defined in build.py):
+`bytes`, `bytearray`, `memoryview`, a 1-D uint8 numpy array (the `np.memmap`s that `load_stream_cache`
+returns) or a 1-D uint8 CPU torch tensor. It is viewed in place, never copied, and must hold T+1
+bytes (`build.check_stream_lengths`, the builder's check). A batch row is a window of T+1
+consecutive bytes of one source: `x = window[:-1]`, `y = window[1:]`, so `y[:, :-1] == x[:, 1:]`;
+values 0..255, dtype int64, shape (B, T).
 
 The mixture contract is the one of every mixed batch in niels_gpt (`niels_gpt.sampling`): `p` maps
 source name -> probability, its keys equal the source names, the sum is 1 within 1e-6.
@@ -30,7 +32,6 @@ loader's check: the sha256 in each stream's .meta.json when it was memory-mapped
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -42,14 +43,14 @@ from numpy.lib.stride_tricks import as_strided
 from niels_gpt.data.registry import STREAM_SOURCES
 from niels_gpt.hashing import sha256_json
 from niels_gpt.layout import stream_meta_beside
+from niels_gpt.meta import is_built, read_meta
 from niels_gpt.sampling import check_mixture, draw_sources
-from niels_gpt.streams.build import stream_paths
+from niels_gpt.streams.build import BytesSources, ByteStream, check_stream_lengths, stream_paths
 from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
-_DRAW_HIGH = 1 << 62  # one draw per row, reduced modulo the window count: bias < 2**-32 for streams < 2**30
+__all__ = ["ByteStream", "BytesSources", "StreamBatcher", "default_p_train", "get_batch", "load_stream_cache"]
 
-ByteStream = bytes | bytearray | memoryview | np.ndarray | torch.Tensor
-BytesSources = dict[str, ByteStream]
+_DRAW_HIGH = 1 << 62  # one draw per row, reduced modulo the window count: bias < 2**-32 for streams < 2**30
 
 
 def default_p_train() -> dict[str, float]:
@@ -87,16 +88,6 @@ def _windows(src: ByteStream, n: int, T: int) -> np.ndarray:
     return np.ndarray((n - T, T + 1), np.uint8, src, 0, (1, 1))
 
 
-def check_lengths(lengths: Mapping[str, int], T: int) -> None:
-    """Every source must hold at least T+1 bytes; one error lists every offender."""
-    if T < 1:
-        raise ValueError(f"T must be >= 1, got {T}")
-    short = {name: n for name, n in sorted(lengths.items()) if n < T + 1}
-    if short:
-        listed = ", ".join(f"{name}: {n:,} bytes" for name, n in short.items())
-        raise ValueError(f"sources shorter than T+1 = {T + 1:,} bytes: {listed}; use a smaller T or more data")
-
-
 def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
     """The batch from the window views of validated sources (sorted name order): draws as the module
     docstring says, one gather per source that has rows, one cast for x and y together."""
@@ -132,7 +123,7 @@ def _validated_windows(sources: Mapping[str, ByteStream], p: Mapping[str, float]
     names = check_mixture(p, sources.keys(), what="p")
     lengths = [_nbytes(sources[name], name) for name in names]
     if T < 1 or min(lengths) < T + 1:
-        check_lengths(dict(zip(names, lengths)), T)
+        check_stream_lengths(dict(zip(names, lengths)), T)
     windows = [_windows(sources[name], n, T) for name, n in zip(names, lengths)]
     _last_call = (key[0], key[1], T, windows)
     return windows
@@ -173,8 +164,7 @@ def _stream_identity(src: ByteStream, name: str) -> str | int:
     """The sha256 in the .meta.json beside a memory-mapped stream .bin, else the stream's length."""
     meta_path = stream_meta_beside(getattr(src, "filename", None) or "")
     if meta_path and os.path.exists(meta_path):
-        with open(meta_path, encoding="utf-8") as f:
-            return json.load(f)["sha256"]
+        return read_meta(meta_path)["sha256"]
     return _nbytes(src, name)
 
 
@@ -202,8 +192,8 @@ def load_stream_cache(
     """Memory-map the streams of one split: {source: read-only uint8 memmap}.
 
     `sources=None` takes every stream of `split` whose .meta.json exists (written last, so its
-    presence means the .bin is complete) and skips empty ones (a non-required source that had no
-    input); named sources must exist and be non-empty.
+    presence means the .bin is complete) and skips those not built (`meta.is_built`: a non-required
+    source that had no input) and empty ones; named sources must exist, be built and be non-empty.
     """
     names = (
         sources
@@ -218,8 +208,11 @@ def load_stream_cache(
                 f"{meta_path}: no stream meta - build it with `snakemake -j4 {bin_path}` or "
                 f"`python -m niels_gpt.cache.cli build-streams --source {name}`"
             )
-        with open(meta_path, encoding="utf-8") as f:
-            meta: dict[str, Any] = json.load(f)
+        meta: dict[str, Any] = read_meta(meta_path)
+        if not is_built(meta):
+            if sources is not None:
+                raise ValueError(f"{bin_path}: the {name} {split} stream is not built ({meta.get('reason')})")
+            continue
         size = os.path.getsize(bin_path)
         if size != meta.get("n_bytes"):
             raise ValueError(
@@ -227,9 +220,7 @@ def load_stream_cache(
             )
         if size == 0:
             if sources is not None:
-                raise ValueError(
-                    f"{bin_path}: the {name} {split} stream is empty ({meta.get('empty_reason', 'no input')})"
-                )
+                raise ValueError(f"{bin_path}: the {name} {split} stream is empty")
             continue
         out[name] = np.memmap(bin_path, dtype=np.uint8, mode="r")
     return out

@@ -1,11 +1,13 @@
-"""Byte streams for byte-level training: what each source's train and val streams hold, and writing them.
+"""Byte streams for byte-level training: what each source's train and val streams hold, and their files.
 
 On disk, per (source, split), in the streams folder (names from layout.py):
   {source}_{split}.bin        the UTF-8 bytes of the stream, nothing else
-  {source}_{split}.meta.json  what the stream was built from (its inputs) + n_bytes, sha256, format_version,
-                              skipped_blank
-The .bin is written first and the .meta.json last, both atomically, so a meta.json means its .bin
-is complete. Streams:
+  {source}_{split}.meta.json  niels_gpt.meta's header (kind "streams", tokenizer fields None) + the
+                              inputs the stream was built from + n_bytes, sha256, encoding, skipped_blank
+A rebuild takes the old stream down first (`meta.unpublish`: meta.json, then the .bin), writes the
+.bin, and publishes the meta.json last, all atomically, so a meta.json means its .bin is complete.
+An enabled source that is not required and has no input gets an empty .bin and a "not built" meta.json
+(`meta.not_built`), so the workflow's targets exist; readers skip it. Streams:
   wiki    wikitext lines of the loader's train / val split, joined with `doc_separator`
   roam    markdown notes split by file (seeded, `niels_gpt.splits`), texts joined with `doc_separator`
   primer  the primer text split into dialogues on `delimiter` (held-out dialogues), kept as-is
@@ -13,35 +15,44 @@ Blank documents (empty or whitespace-only notes, lines or dialogues: `data.norma
 left out, so a separator never stands next to nothing, and counted in the meta's `skipped_blank`
 (primer: blank dialogues are left out before the split and counted in the train stream's meta).
 
-`source_streams(cfg, source)` is the one builder: for each split, the inputs its meta records and a
-function that makes its bytes. The workflow's job (job.py) always builds and writes; `build_sources`
-(reuse.py), for callers without Snakemake, first reuses every stream whose meta.json matches its
-inputs. The same inputs give byte-identical .bin files.
+`source_streams(cfg, source)` plans one source: for each split, the meta fields it records (header +
+inputs) and a function that makes its bytes. The same inputs give byte-identical .bin files.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
-from niels_gpt import layout
-from niels_gpt.atomic import atomic_write_bytes, atomic_write_json
+from niels_gpt import layout, meta
+from niels_gpt.atomic import atomic_write_bytes
 from niels_gpt.data.normalize import is_blank
 from niels_gpt.data.registry import STREAM_SOURCES
 from niels_gpt.layout import SPLITS, STREAM_FORMAT_VERSION
 
-BytesSources = dict[str, bytes]  # keys: "wiki" | "roam" | "primer"
+if TYPE_CHECKING:
+    import numpy
+    import torch
+
+# A byte stream as the batcher reads it, in place: bytes, bytearray, memoryview, a 1-D uint8 numpy
+# array (a memory-mapped .bin) or a 1-D uint8 CPU torch tensor. numpy and torch are named, not
+# imported, so the builder (run by the workflow) stays free of them.
+ByteStream = Union[bytes, bytearray, memoryview, "numpy.ndarray", "torch.Tensor"]
+BytesSources = dict[str, ByteStream]  # keys: "wiki" | "roam" | "primer"
 ENCODING = "utf-8"  # streams hold UTF-8 bytes: values 0..255
+LENGTH_FIX = "add text, lower T (streams.T), or drop the source from streams.enabled_sources / required_sources"
 
 
 @dataclass(frozen=True)
 class StreamBuildConfig:
     """Everything the streams depend on. `cache_dir` is the streams folder; `force_rebuild` makes
-    `build_sources` ignore matching caches; `enabled_sources` are built, `required_sources` (a subset)
+    `build_sources` ignore current streams; `enabled_sources` are built, `required_sources` (a subset)
     must have input and be non-empty in both splits."""
 
     roam_root: str = ".roam-data/"
@@ -84,13 +95,39 @@ def stream_paths(cache_dir: str | os.PathLike, source: str, split: str) -> tuple
     return layout.stream_bin(cache_dir, source, split), layout.stream_meta(cache_dir, source, split)
 
 
+def wikitext_dataset() -> tuple[str, str | None]:
+    """(dataset id, config) of the wikitext that `load_wikitext()` reads by default."""
+    from niels_gpt.data.wikitext import CONFIG, DATASET_ID
+
+    return DATASET_ID, CONFIG
+
+
+def stream_header(
+    cfg: StreamBuildConfig, source: str, wiki_dataset: tuple[str, str | None] | None = None, *, built: bool = True
+) -> dict:
+    """The meta.json header of `source`'s streams: wiki -> the wikitext dataset (`wiki_dataset`, or
+    `wikitext_dataset()`), no seed (its splits are the dataset's own); roam -> "roam"; primer -> its
+    text file; roam and primer record the seed that splits them."""
+    if source == "wiki":
+        name, config = wiki_dataset or wikitext_dataset()
+        fields = {"seed": None, "dataset_name": name, "dataset_config": config}
+    elif source == "roam":
+        fields = {"seed": cfg.seed, "dataset_name": "roam", "dataset_config": None}
+    elif source == "primer":
+        fields = {"seed": cfg.seed, "dataset_name": cfg.primer_path, "dataset_config": None}
+    else:
+        raise ValueError(f"unknown stream source {source!r}; streams are {list(STREAM_SOURCES)}")
+    return meta.header("streams", format_version=STREAM_FORMAT_VERSION, built=built, **fields)
+
+
 @dataclass
 class SplitStream:
-    """One (source, split) stream: the inputs its meta.json records, and how to build it:
-    `build()` -> (its bytes, blank documents left out)."""
+    """One (source, split) stream: the meta fields it records before it is built (header + inputs),
+    and how to build it: `build()` -> (its bytes, blank documents left out)."""
 
     source: str
     split: str
+    header: dict
     inputs: dict
     build: Callable[[], tuple[bytes, int]]
 
@@ -100,8 +137,8 @@ def _file_stat(path: str | os.PathLike) -> dict:
     return {"path": os.fspath(path), "mtime_ns": st.st_mtime_ns, "size": st.st_size}
 
 
-def _wiki_jobs(cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]]) -> list[SplitStream]:
-    jobs = []
+def _wiki_streams(cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]], header: dict):
+    streams = []
     for split in SPLITS:
         if split not in docs_by_split:
             raise ValueError(f"wiki docs have no {split!r} split (got {sorted(docs_by_split)}); expected train and val")
@@ -113,16 +150,16 @@ def _wiki_jobs(cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]
             "total_chars": sum(map(len, docs)),
             "sep": cfg.doc_separator,
         }
-        jobs.append(SplitStream("wiki", split, inputs, partial(join_documents, docs, cfg.doc_separator)))
-    return jobs
+        streams.append(SplitStream("wiki", split, header, inputs, partial(join_documents, docs, cfg.doc_separator)))
+    return streams
 
 
-def _roam_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
+def _roam_streams(cfg: StreamBuildConfig, header: dict) -> list[SplitStream]:
     from niels_gpt.data.roam import list_roam_paths, load_texts, split_roam_paths
 
     paths = list_roam_paths(cfg.roam_root)
     train_paths, val_paths = split_roam_paths(paths, val_frac=cfg.roam_val_frac, seed=cfg.seed)
-    jobs = []
+    streams = []
     for split, split_paths in (("train", train_paths), ("val", val_paths)):
         inputs = {
             "source": "roam",
@@ -133,11 +170,11 @@ def _roam_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
             "val_frac": cfg.roam_val_frac,
         }
         build = partial(lambda ps: join_documents(load_texts(ps), cfg.doc_separator), list(split_paths))
-        jobs.append(SplitStream("roam", split, inputs, build))
-    return jobs
+        streams.append(SplitStream("roam", split, header, inputs, build))
+    return streams
 
 
-def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
+def _primer_streams(cfg: StreamBuildConfig, header: dict) -> list[SplitStream]:
     from niels_gpt.data.primer import dialogue_blocks, load_primer_text, split_primer_dialogues
 
     if not os.path.isfile(cfg.primer_path):
@@ -157,7 +194,7 @@ def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
             blank.append(sum(map(is_blank, dialogue_blocks(text, cfg.delimiter))))
         return build_primer_stream(texts[split]), blank[0] if split == "train" else 0
 
-    jobs = []
+    streams = []
     for split in SPLITS:
         inputs = {
             "source": "primer",
@@ -167,26 +204,32 @@ def _primer_jobs(cfg: StreamBuildConfig) -> list[SplitStream]:
             "seed": cfg.seed,
             "val_frac": cfg.primer_val_frac,
         }
-        jobs.append(SplitStream("primer", split, inputs, partial(build, split)))
-    return jobs
+        streams.append(SplitStream("primer", split, header, inputs, partial(build, split)))
+    return streams
+
+
+WikiDocs = Mapping[str, Sequence[str]] | Callable[[], Mapping[str, Sequence[str]]]
 
 
 def source_streams(
-    cfg: StreamBuildConfig, source: str, wiki_docs: Mapping[str, Sequence[str]] | None = None
+    cfg: StreamBuildConfig,
+    source: str,
+    wiki_docs: WikiDocs | None = None,
+    wiki_dataset: tuple[str, str | None] | None = None,
 ) -> list[SplitStream]:
-    """The train and val streams of `source`; wiki reads `wiki_docs` ({"train": [...], "val": [...]}),
-    or wikitext's default splits when None. FileNotFoundError when the source has no input."""
+    """The train and val streams of `source`; wiki reads `wiki_docs` ({"train": [...], "val": [...]}, lines
+    of `wiki_dataset`, or a function returning them), or wikitext's default splits when None.
+    FileNotFoundError when the source has no input."""
+    header = stream_header(cfg, source, wiki_dataset)
     if source == "wiki":
         if wiki_docs is None:
             from niels_gpt.data.wikitext import load_wikitext
 
-            wiki_docs = load_wikitext()
-        return _wiki_jobs(cfg, wiki_docs)
+            wiki_docs = load_wikitext
+        return _wiki_streams(cfg, wiki_docs() if callable(wiki_docs) else wiki_docs, header)
     if source == "roam":
-        return _roam_jobs(cfg)
-    if source == "primer":
-        return _primer_jobs(cfg)
-    raise ValueError(f"unknown stream source {source!r}; streams are {list(STREAM_SOURCES)}")
+        return _roam_streams(cfg, header)
+    return _primer_streams(cfg, header)
 
 
 def check_gating(cfg: StreamBuildConfig) -> None:
@@ -204,40 +247,80 @@ def check_gating(cfg: StreamBuildConfig) -> None:
         raise ValueError(f"T must be >= 1, got {cfg.T}")
 
 
-def write_stream(
-    cache_dir: str | os.PathLike, source: str, split: str, data: bytes, inputs: dict, skipped_blank: int = 0
-) -> dict:
-    """Write the .bin, then its .meta.json (both atomic); returns the meta."""
-    bin_path, meta_path = stream_paths(cache_dir, source, split)
-    atomic_write_bytes(bin_path, data)
-    meta = {
-        **inputs,
-        "bin": os.path.basename(bin_path),
-        "n_bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "encoding": ENCODING,
-        "format_version": STREAM_FORMAT_VERSION,
-        "skipped_blank": skipped_blank,
-    }
-    atomic_write_json(meta_path, meta)
-    return meta
-
-
-def check_stream_lengths(streams: Mapping[tuple[str, str], bytes], T: int, required: Sequence[str] = ()) -> None:
-    """One ValueError listing every (source, split) shorter than T+1 bytes."""
-    short = [(src, split, len(b)) for (src, split), b in streams.items() if len(b) < T + 1]
+def check_stream_lengths(lengths: Mapping[str, int], T: int, *, required: Collection[str] = ()) -> None:
+    """The one T+1 check of the builder and the batcher: every stream (name -> its length in bytes)
+    holds at least T+1 bytes, or one ValueError lists every shorter one, in the order given. An empty
+    stream named in `required` is marked as such (it could not be left out)."""
+    if T < 1:
+        raise ValueError(f"T must be >= 1, got {T}")
+    short = [(name, n) for name, n in lengths.items() if n < T + 1]
     if short:
         lines = [
-            f"{src} {split}: {n:,} bytes"
-            + (" (empty, and the source is required)" if n == 0 and src in required else "")
-            for src, split, n in short
+            f"{name}: {n:,} bytes" + (" (empty, and the source is required)" if n == 0 and name in required else "")
+            for name, n in short
         ]
         raise ValueError(
-            f"byte streams shorter than T+1 = {T + 1:,} bytes:\n  - "
-            + "\n  - ".join(lines)
-            + "\nadd data, lower streams.T, or drop the source from streams.enabled_sources / required_sources"
+            f"byte streams shorter than T+1 = {T + 1:,} bytes:\n  - " + "\n  - ".join(lines) + f"\n{LENGTH_FIX}"
         )
 
 
-def log(msg: str) -> None:
-    print(f"streams: {msg}", file=sys.stderr, flush=True)
+def _publish(cache_dir: str | os.PathLike, source: str, split: str, data: bytes, record: dict) -> dict:
+    """Take the old stream down (meta first), write the .bin, then publish `record` as its meta.json."""
+    bin_path, meta_path = stream_paths(cache_dir, source, split)
+    meta.unpublish(meta_path, [bin_path])
+    atomic_write_bytes(bin_path, data)
+    meta.write_meta(meta_path, record)
+    return record
+
+
+def write_stream(
+    cache_dir: str | os.PathLike,
+    source: str,
+    split: str,
+    data: bytes,
+    inputs: Mapping,
+    skipped_blank: int = 0,
+    *,
+    header: Mapping | None = None,
+) -> dict:
+    """Write one built stream (see the module docstring); returns its meta. `header` defaults to the
+    streams header with no seed and no dataset."""
+    if header is None:
+        header = meta.header("streams", format_version=STREAM_FORMAT_VERSION, seed=None)
+    record = {
+        **header,
+        **inputs,
+        "source": source,
+        "split": split,
+        "bin": os.path.basename(stream_paths(cache_dir, source, split)[0]),
+        "n_bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "encoding": ENCODING,
+        "skipped_blank": skipped_blank,
+    }
+    return _publish(cache_dir, source, split, data, record)
+
+
+def write_not_built(cache_dir: str | os.PathLike, source: str, split: str, *, reason: str, header: Mapping) -> dict:
+    """An empty .bin and the "not built" meta.json (`meta.not_built`: built false, `reason`); returns the meta."""
+    fields = {k: header[k] for k in ("format_version", "seed", "dataset_name", "dataset_config")}
+    record = {**meta.not_built("streams", reason=reason, **fields), "source": source, "split": split}
+    return _publish(cache_dir, source, split, b"", record)
+
+
+def read_current(cache_dir: str | os.PathLike, stream: SplitStream) -> tuple[bytes, dict] | None:
+    """(bytes, meta) of the stream on disk if it is current, else None: the one staleness decision.
+
+    Current: its meta.json records the same header and inputs `stream` would record (so the same
+    format_version, seed, dataset and input files) and its .bin holds n_bytes bytes."""
+    bin_path, meta_path = stream_paths(cache_dir, stream.source, stream.split)
+    expected = json.loads(json.dumps({**stream.header, **stream.inputs}))  # tuples -> lists, as read back
+    try:
+        with open(meta_path, encoding="utf-8") as f:
+            on_disk = json.load(f)
+        if not isinstance(on_disk, dict) or any(k not in on_disk or on_disk[k] != v for k, v in expected.items()):
+            return None
+        data = Path(bin_path).read_bytes()
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return (data, on_disk) if len(data) == on_disk.get("n_bytes") else None

@@ -1,10 +1,10 @@
 """One source's byte streams from the validated config: what the `streams` rule and `build-all` run.
 
-`build_stream_from_config(cfg, source, out_dir)` always builds and writes both splits (under
-Snakemake the .bin files are targets, so deciding whether to rebuild is Snakemake's job) and reads
-only that source's inputs (editing a roam note changes the roam streams only). A source that is
-enabled but not required and has no input gets empty .bin files and a meta.json saying why, so the
-workflow's targets exist; `load_stream_cache` skips them.
+`build_stream_from_config(cfg, source, out_dir)` runs the one build path (`sources.build_streams`)
+for that source alone, so it reads only that source's inputs (editing a roam note changes the roam
+streams only), and always rebuilds (`force_rebuild`): under Snakemake the .bin files are targets, so
+deciding whether to rebuild is Snakemake's job. A source that is enabled but not required and has no
+input gets empty .bin files and a "not built" meta.json, so the workflow's targets exist.
 """
 
 from __future__ import annotations
@@ -14,16 +14,7 @@ from collections.abc import Mapping
 
 from niels_gpt import layout
 from niels_gpt.data.registry import STREAM_SOURCES, roam_root, wikitext_lines
-from niels_gpt.streams.build import (
-    StreamBuildConfig,
-    check_stream_lengths,
-    log,
-    source_streams,
-    stream_paths,
-    write_stream,
-)
-
-NO_INPUT = "not required and had no input"
+from niels_gpt.streams.build import StreamBuildConfig
 
 
 def stream_build_config(cfg: Mapping, *, cache_dir: str | os.PathLike | None = None, **overrides) -> StreamBuildConfig:
@@ -46,39 +37,23 @@ def stream_build_config(cfg: Mapping, *, cache_dir: str | os.PathLike | None = N
     return StreamBuildConfig(**values)
 
 
-def _placeholders(out_dir, source: str) -> dict:
-    metas = {}
-    for split in layout.SPLITS:
-        inputs = {"source": source, "split": split, "empty_reason": NO_INPUT}
-        metas[split] = write_stream(out_dir, source, split, b"", inputs)
-        log(f"{source} {split}: empty placeholder ({NO_INPUT}) -> {stream_paths(out_dir, source, split)[0]}")
-    return metas
-
-
 def build_stream_from_config(cfg: Mapping, source: str, out_dir: str | os.PathLike) -> dict:
     """Build one source's train and val streams in `out_dir`; returns {"train": meta, "val": meta}."""
+    from niels_gpt.streams.sources import build_streams
+
     if source not in STREAM_SOURCES:
         raise ValueError(f"unknown stream source {source!r}; streams are {list(STREAM_SOURCES)}")
     enabled = cfg["streams"]["enabled_sources"]
     if source not in enabled:
         raise ValueError(f"stream source {source!r} is not in streams.enabled_sources {enabled}; enable it first")
-    required = source in cfg["streams"]["required_sources"]
-    scfg = stream_build_config(cfg, cache_dir=out_dir)
-    try:
-        jobs = source_streams(scfg, source, wikitext_lines(cfg) if source == "wiki" else None)
-    except (FileNotFoundError, NotADirectoryError):
-        if required:
-            raise
-        return _placeholders(out_dir, source)
-    built = {job.split: job.build() for job in jobs}
-    data = {split: b for split, (b, _) in built.items()}
-    if not required and not all(data.values()):
-        return _placeholders(out_dir, source)
-    check_stream_lengths({(source, split): b for split, b in data.items()}, scfg.T, (source,) if required else ())
-    metas = {}
-    for job in jobs:
-        blank = built[job.split][1]
-        metas[job.split] = write_stream(out_dir, source, job.split, data[job.split], job.inputs, blank)
-        bin_path = stream_paths(out_dir, source, job.split)[0]
-        log(f"{source} {job.split}: {len(data[job.split]):,} bytes ({blank:,} blank documents left out) -> {bin_path}")
-    return metas
+    required = (source,) if source in cfg["streams"]["required_sources"] else ()
+    scfg = stream_build_config(
+        cfg, cache_dir=out_dir, enabled_sources=(source,), required_sources=required, force_rebuild=True
+    )
+    wikitext = cfg["sources"]["wikitext"]
+    streams = build_streams(
+        scfg,
+        wiki_docs=lambda: wikitext_lines(cfg),  # read only when the source is wiki
+        wiki_dataset=(wikitext["dataset_id"], wikitext["config"]),
+    )
+    return {split: streams[(source, split)].meta for split in layout.SPLITS}

@@ -1,0 +1,146 @@
+"""`build_sources(StreamBuildConfig)`: every enabled byte stream, and the one build path behind it.
+
+`build_streams` is what both `build_sources` (callers without Snakemake) and the workflow's job
+(job.py, one source at a time, `force_rebuild`: deciding whether to rebuild is Snakemake's job there)
+run:
+  1. plan every enabled source (`build.source_streams`); a source that is not required and has no
+     input (missing folder or file) is not built;
+  2. per stream: its bytes from disk when it is current (`build.read_current`: its meta.json records
+     the same header and inputs, its .bin is whole) and `force_rebuild` is off, else built;
+  3. a source that is not required and has an empty split is not built;
+  4. every stream left holds at least T+1 bytes, or one ValueError lists every short one
+     (`build.check_stream_lengths`), and nothing is written;
+  5. the streams that were built are written, and each source not built gets its "not built" record.
+Only `enabled_sources` are touched; `required_sources` (a subset) must have input and be non-empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from niels_gpt.data.registry import STREAM_SOURCES
+from niels_gpt.layout import SPLITS
+from niels_gpt.log import log
+from niels_gpt.meta import is_built
+from niels_gpt.streams.build import (
+    BytesSources,
+    SplitStream,
+    StreamBuildConfig,
+    WikiDocs,
+    check_gating,
+    check_stream_lengths,
+    read_current,
+    source_streams,
+    stream_header,
+    stream_paths,
+    write_not_built,
+    write_stream,
+)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One (source, split) stream after `build_streams`: its bytes (b"" when not built), its meta as
+    written or read, and whether it was taken from disk as current."""
+
+    data: bytes
+    meta: dict
+    reused: bool = False
+
+
+def _plan(cfg: StreamBuildConfig, wiki_docs, wiki_dataset) -> tuple[dict[str, list[SplitStream]], dict[str, str]]:
+    """Streams of every enabled source in STREAM_SOURCES order; sources not built -> reason."""
+    plans: dict[str, list[SplitStream]] = {}
+    not_built: dict[str, str] = {}
+    for source in STREAM_SOURCES:
+        if source not in cfg.enabled_sources:
+            continue
+        try:
+            plans[source] = source_streams(cfg, source, wiki_docs, wiki_dataset)
+        except (FileNotFoundError, NotADirectoryError) as e:
+            if source in cfg.required_sources:
+                raise
+            not_built[source] = f"not in streams.required_sources and has no input ({e})"
+    return plans, not_built
+
+
+def build_streams(
+    cfg: StreamBuildConfig,
+    *,
+    wiki_docs: WikiDocs | None = None,
+    wiki_dataset: tuple[str, str | None] | None = None,
+) -> dict[tuple[str, str], Stream]:
+    """(source, split) -> Stream for every enabled source, built or not (steps: the module docstring).
+
+    `wiki_docs` ({"train": [...], "val": [...]}, lines of `wiki_dataset` = (dataset id, config), or a
+    function returning them, called only when wiki is enabled) replace loading wikitext's default
+    splits; `wiki_dataset` defaults to wikitext's (`build.wikitext_dataset`)."""
+    check_gating(cfg)
+    plans, not_built = _plan(cfg, wiki_docs, wiki_dataset)
+    found: dict[tuple[str, str], tuple[SplitStream, bytes, dict | None, int]] = {}  # plan, bytes, meta read, blank
+    for source, streams in plans.items():
+        for stream in streams:
+            current = None if cfg.force_rebuild else read_current(cfg.cache_dir, stream)
+            if current is not None:
+                found[(source, stream.split)] = (stream, current[0], current[1], 0)
+            else:
+                data, blank = stream.build()
+                found[(source, stream.split)] = (stream, data, None, blank)
+        empty = [split for split in SPLITS if not found[(source, split)][1]]
+        if empty and source not in cfg.required_sources:
+            not_built[source] = f"not in streams.required_sources and its {'/'.join(empty)} split is empty"
+            for split in SPLITS:
+                del found[(source, split)]
+    check_stream_lengths(
+        {f"{source} {split}": len(data) for (source, split), (_, data, _, _) in found.items()},
+        cfg.T,
+        required={f"{source} {split}" for source, split in found if source in cfg.required_sources},
+    )
+    out: dict[tuple[str, str], Stream] = {}
+    for (source, split), (stream, data, meta, blank) in found.items():
+        bin_path = stream_paths(cfg.cache_dir, source, split)[0]
+        if meta is not None:
+            out[(source, split)] = Stream(data, meta, reused=True)
+            log(f"streams: {source} {split}: {len(data):,} bytes, current in {bin_path}")
+            continue
+        meta = write_stream(cfg.cache_dir, source, split, data, stream.inputs, blank, header=stream.header)
+        out[(source, split)] = Stream(data, meta)
+        log(f"streams: {source} {split}: {len(data):,} bytes ({blank:,} blank documents left out) -> {bin_path}")
+    for source, reason in not_built.items():
+        header = stream_header(cfg, source, wiki_dataset)
+        for split in SPLITS:
+            out[(source, split)] = Stream(
+                b"", write_not_built(cfg.cache_dir, source, split, reason=reason, header=header)
+            )
+        log(f"streams: {source}: not built, {reason}")
+    return out
+
+
+def _by_split(streams: Mapping[tuple[str, str], Stream]) -> tuple[BytesSources, BytesSources]:
+    """(train, val): source -> bytes of the streams that were built (not the "not built" ones)."""
+    built = {key: s.data for key, s in streams.items() if is_built(s.meta)}
+    train, val = ({source: data for (source, split), data in built.items() if split == want} for want in SPLITS)
+    return train, val
+
+
+def build_sources_from_docs(
+    cfg: StreamBuildConfig,
+    *,
+    wiki_docs: WikiDocs | None = None,
+    wiki_dataset: tuple[str, str | None] | None = None,
+) -> tuple[BytesSources, BytesSources]:
+    """`build_sources` with the wiki documents given ({"train": [...], "val": [...]}) instead of loaded.
+
+    Roam and primer still come from `cfg.roam_root` / `cfg.primer_path`. Nothing is written when a
+    check fails.
+    """
+    return _by_split(build_streams(cfg, wiki_docs=wiki_docs, wiki_dataset=wiki_dataset))
+
+
+def build_sources(cfg: StreamBuildConfig) -> tuple[BytesSources, BytesSources]:
+    """(sources_train, sources_val): source -> UTF-8 bytes of every enabled source that was built.
+
+    A stream whose cache is current (its .meta.json matches the current inputs) is loaded from its .bin;
+    the others are built and written (.bin, then .meta.json). See the module docstring."""
+    return build_sources_from_docs(cfg)
