@@ -183,6 +183,30 @@ FOREIGN = {  # lang: (nouns, prompts, answer sentences, follow-ups); {n}/{n2} ar
 }
 
 
+ADVICE_TIPS = [
+    "Start with the {n}: it explains a lot about how {ns} {v}.",
+    "Keep a notebook and record every {n} you {gv}.",
+    "Find a {role} who is willing to answer questions.",
+    "Practise a little every day rather than all at once.",
+    "Read one short text about {ns} each week.",
+    "Don't worry about being {a} at first; being {ga} matters more.",
+    "Try to {gv} a real {n} instead of only reading about it.",
+]
+POEM_LINES = [
+    "The {a} {n} {vs} at dawn,",
+    "and every {n} is {a} again;",
+    "I {gvd} the {ns} beneath the sky",
+    "while {ns} {v} along the {object},",
+    "{adv} the {n} remembers",
+    "what the {a2} {n2} forgot.",
+]
+
+
+def fill_sample(w: Writer, templates: list[str], k: int, topic: str) -> list[str]:
+    """k of the templates, drawn without replacement, each filled for the topic."""
+    return [w.fill(t, topic) for t in w.rng.sample(templates, k)]
+
+
 def definition(w: Writer, topic: str) -> tuple[str, str]:
     n = w.pick(LEXICON[topic]["nouns"])
     q = w.pick(
@@ -254,21 +278,7 @@ def advice(w: Writer, topic: str) -> tuple[str, str]:
             f"What's a good way to learn {field} on my own?",
         ]
     )
-    tips = [
-        w.fill(t, topic)
-        for t in w.rng.sample(
-            [
-                "Start with the {n}: it explains a lot about how {ns} {v}.",
-                "Keep a notebook and record every {n} you {gv}.",
-                "Find a {role} who is willing to answer questions.",
-                "Practise a little every day rather than all at once.",
-                "Read one short text about {ns} each week.",
-                "Don't worry about being {a} at first; being {ga} matters more.",
-                "Try to {gv} a real {n} instead of only reading about it.",
-            ],
-            4,
-        )
-    ]
+    tips = fill_sample(w, ADVICE_TIPS, 4, topic)
     return q, "A few things that help:\n" + "\n".join(f"- {t}" for t in tips)
 
 
@@ -350,20 +360,7 @@ def foreign_turn(w: Writer, lang: str, prompter: bool, first: bool) -> str:
 def poem(w: Writer, topic: str) -> str:
     lines = []
     for _ in range(w.rng.randint(2, 4)):
-        lines += [
-            w.fill(t, topic)
-            for t in w.rng.sample(
-                [
-                    "The {a} {n} {vs} at dawn,",
-                    "and every {n} is {a} again;",
-                    "I {gvd} the {ns} beneath the sky",
-                    "while {ns} {v} along the {object},",
-                    "{adv} the {n} remembers",
-                    "what the {a2} {n2} forgot.",
-                ],
-                4,
-            )
-        ]
+        lines += fill_sample(w, POEM_LINES, 4, topic)
         lines.append("")
     return "\n".join(lines).strip()
 

@@ -1,4 +1,4 @@
-"""Hand-written word lists for the offline sample data (pure data, no logic).
+"""Hand-written word lists for the offline sample data (data; two tables are written as text, one row a line).
 
 Every word here was written for niels_gpt; nothing is copied from a corpus. `TOPICS` holds one
 lexicon per subject: `nouns` (singular; `_` joins multi-word nouns), `verbs` (base form),
@@ -349,28 +349,28 @@ ADVERBS = (
     "generally particularly especially surprisingly"
 ).split()
 
-CONNECTORS = [
-    "However,",
-    "For example,",
-    "In practice,",
-    "As a result,",
-    "In addition,",
-    "By contrast,",
-    "At the same time,",
-    "In many cases,",
-    "Historically,",
-    "Today,",
-    "In short,",
-    "For this reason,",
-    "Surprisingly,",
-    "On the other hand,",
-    "Even so,",
-    "In other words,",
-    "Over time,",
-    "Most of the time,",
-    "Because of this,",
-    "Put simply,",
-]
+CONNECTORS = """
+However,
+For example,
+In practice,
+As a result,
+In addition,
+By contrast,
+At the same time,
+In many cases,
+Historically,
+Today,
+In short,
+For this reason,
+Surprisingly,
+On the other hand,
+Even so,
+In other words,
+Over time,
+Most of the time,
+Because of this,
+Put simply,
+""".strip().splitlines()  # sentence openers, one per line
 
 COLOURS = "red orange yellow green blue violet grey brown white black amber crimson teal".split()
 ANIMALS = (
@@ -401,25 +401,29 @@ MONTHS = ("January February March April May June July August September October N
 WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 
 # unit, low, high, decimals: quantities drawn from a plausible range
+_UNIT_ROWS = """
+km          1   900 0
+m           1   500 1
+cm          1    90 1
+mm          1    50 1
+kg          1   400 1
+g           1   900 0
+L           1    60 1
+mL          5   750 0
+°C        -30    45 0
+%           1    99 0
+hours       2    72 0
+minutes     2    90 0
+years       2   400 0
+km/h        5   300 0
+hectares    2  5000 0
+tonnes      2  9000 0
+MHz         1   900 1
+V           1   240 0
+"""
 UNITS = [
-    ("km", 1, 900, 0),
-    ("m", 1, 500, 1),
-    ("cm", 1, 90, 1),
-    ("mm", 1, 50, 1),
-    ("kg", 1, 400, 1),
-    ("g", 1, 900, 0),
-    ("L", 1, 60, 1),
-    ("mL", 5, 750, 0),
-    ("°C", -30, 45, 0),
-    ("%", 1, 99, 0),
-    ("hours", 2, 72, 0),
-    ("minutes", 2, 90, 0),
-    ("years", 2, 400, 0),
-    ("km/h", 5, 300, 0),
-    ("hectares", 2, 5000, 0),
-    ("tonnes", 2, 9000, 0),
-    ("MHz", 1, 900, 1),
-    ("V", 1, 240, 0),
+    (unit, int(low), int(high), int(decimals))
+    for unit, low, high, decimals in map(str.split, _UNIT_ROWS.strip().splitlines())
 ]
 
 # Morphemes for coined technical terms ("hydrolith", "chronoscope") and derived words.
