@@ -1,0 +1,48 @@
+"""scripts.config_table: one README row per configuration key, with the schema's default; markers required."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from niels_gpt.config import prepare_config
+from scripts.config_table import BEGIN, END, config_table, readme_with_table
+
+
+def _rows() -> dict[str, str]:
+    """{dotted key: default cell} of the generated table."""
+    lines = config_table().splitlines()
+    assert lines[:2] == ["| key | default | meaning |", "| --- | --- | --- |"]
+    rows = [re.match(r"\| `([^`]+)` \| (`.*?`) \| ", line) for line in lines[2:]]
+    assert all(rows), lines
+    keys = [m.group(1) for m in rows]
+    assert len(keys) == len(set(keys)), "a key listed twice"
+    return {m.group(1): m.group(2) for m in rows}
+
+
+def test_every_row_names_a_key_of_the_validated_config():
+    config = prepare_config({})
+    for dotted in _rows():
+        node = config
+        for part in dotted.split("."):
+            assert isinstance(node, dict) and part in node, f"{dotted}: not in the validated default config"
+            node = node[part]
+
+
+def test_defaults_are_the_validated_defaults():
+    config, rows = prepare_config({}), _rows()
+    assert rows["seed"] == f"`{config['seed']}`" and rows["demo"] == "`false`"
+    assert rows["cache_dir"] == f'`"{config["cache_dir"]}"`'
+
+
+def test_the_table_replaces_only_what_stands_between_the_markers():
+    text = f"intro\n{BEGIN}\nstale table\n{END}\noutro\n"
+    out = readme_with_table(text)
+    assert out == f"intro\n{BEGIN}\n{config_table()}\n{END}\noutro\n"
+    assert readme_with_table(out) == out
+
+
+def test_a_readme_without_the_markers_is_refused():
+    with pytest.raises(SystemExit, match="markers"):
+        readme_with_table("no table here\n")
