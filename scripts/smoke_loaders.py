@@ -41,7 +41,7 @@ def _short_meta(meta: dict) -> dict:
 
 
 def hub_checks() -> list[tuple[str, callable]]:
-    """Seed 004's loaders with their defaults, take=2 (network)."""
+    """Every hub loader with its defaults, take=2 (network)."""
     from niels_gpt.data.dolly import iter_dolly_sft
     from niels_gpt.data.fineweb_edu import iter_fineweb_edu
     from niels_gpt.data.gutenberg import iter_gutenberg
