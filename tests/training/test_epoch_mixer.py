@@ -1,5 +1,6 @@
-"""MixedLoader(mode="epoch"): every window / example once per epoch, disjoint ranks, exact mixing,
-epoch counts, and exact resume in a new process behind the plan fingerprint."""
+"""EpochMixer and MixedLoader(mode="epoch"): each source's rows are its cursor's next items in the rows the
+round robin gave it; every window / example once per epoch, disjoint ranks, exact mixing, epoch counts,
+and exact resume in a new process behind the plan fingerprint."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
 from niels_gpt.streams.build import write_stream
-from niels_gpt.training.epoch_mixer import source_seed
+from niels_gpt.training.epoch_mixer import EpochMixer, source_seed
+from niels_gpt.training.epoch_order import RankCursor
+from niels_gpt.training.round_robin import SmoothRoundRobin
 from tests.support.chats import random_chats
 
 T, B = 8, 8
@@ -268,3 +271,49 @@ def test_sources_that_cannot_be_read_as_items_are_refused(caches):
 
 def test_sources_of_equal_size_get_different_orders():
     assert source_seed(0, "a") != source_seed(0, "b") and source_seed(0, "a") != source_seed(1, "a")
+
+
+class Items:
+    """`n` items; rows(ids) -> (first + ids, 2 * (first + ids)) as int64 arrays, or `arity` copies of the first."""
+
+    def __init__(self, n: int, first: int, arity: int = 2):
+        self.n, self.first, self.arity = n, first, arity
+
+    def __len__(self) -> int:
+        return self.n
+
+    def rows(self, ids):
+        values = self.first + np.asarray(ids, dtype=np.int64)
+        return (values, 2 * values) if self.arity == 2 else (values,) * self.arity
+
+
+@pytest.mark.parametrize("rank, world_size", [(0, 1), (1, 2)])
+def test_each_sources_rows_are_its_cursors_next_items_in_the_rows_it_was_assigned(rank, world_size):
+    p = {"a": 0.6, "b": 0.4}
+    mixer = EpochMixer({"b": Items(5, 100), "a": Items(7, 0)}, p, seed=3, rank=rank, world_size=world_size)
+    round_robin = SmoothRoundRobin([0.6, 0.4])  # sources in name order: a, b
+    cursors = {
+        name: RankCursor(n, source_seed(3, name), rank=rank, world_size=world_size) for name, n in (("a", 7), ("b", 5))
+    }
+    for _ in range(7):  # 28 rows: several epochs of both sources, and credits in the middle of a period
+        which, (values, doubled) = mixer.next_arrays(4)
+        assert np.array_equal(which, round_robin.assign(4)) and np.array_equal(doubled, 2 * values)
+        for k, (name, first) in enumerate((("a", 0), ("b", 100))):
+            assert np.array_equal(values[which == k], first + cursors[name].take(int((which == k).sum())))
+    assert (
+        mixer.epochs() == {name: cursor.epoch for name, cursor in cursors.items()} and min(mixer.epochs().values()) >= 2
+    )
+    assert any(round_robin.credits)  # mid-period: the saved credits are not all 0
+    assert mixer.state() == {
+        "sources": {name: {"epoch": c.epoch, "cursor": c.cursor} for name, c in cursors.items()},
+        "credits": {"a": round_robin.credits[0], "b": round_robin.credits[1]},
+    }
+
+
+def test_sources_whose_rows_return_different_arrays_are_refused():
+    mixer = EpochMixer(
+        {"a": Items(10, 0, arity=1), "b": Items(10, 0)}, {"a": 0.5, "b": 0.5}, seed=0, rank=0, world_size=1
+    )
+    with pytest.raises(ValueError) as e:
+        mixer.next_arrays(4)
+    assert str(e.value) == "source 'b' returned 2 arrays from rows(), the others 1"

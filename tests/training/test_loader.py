@@ -181,6 +181,28 @@ def test_tokenizer_mismatch_error_reaches_the_user_unchanged(loader_caches, tiny
     assert MixedLoader.sft(loader_caches, p=SFT_P, T=T, B=B, seed=0, tokenizer=tiny_tokenizer).names == sorted(SFT_P)
 
 
+def test_a_source_that_changes_its_fields_is_refused():
+    class Shifty:
+        """get_batch: (x, y) for the probe, (x, y, y_masked) after it; rows(): three arrays."""
+
+        calls = 0
+
+        def get_batch(self, *, B, generator):
+            self.calls += 1
+            return tuple(torch.zeros((B, T), dtype=torch.int64) for _ in range(2 if self.calls == 1 else 3))
+
+        def __len__(self):
+            return 4
+
+        def rows(self, ids):
+            return tuple(np.zeros((len(ids), T), dtype=np.int64) for _ in range(3))
+
+    with pytest.raises(ValueError, match=r"^source 'x' returned 3 tensors, earlier 2$"):
+        MixedLoader({"x": Shifty()}, p={"x": 1.0}, B=B, seed=0).batch_at(0)
+    with pytest.raises(ValueError, match=r"^sources returned 3 arrays from rows\(\), 2 from get_batch$"):
+        next(MixedLoader({"x": Shifty()}, p={"x": 1.0}, B=B, seed=0, mode="epoch"))
+
+
 @pytest.mark.parametrize("state", [{}, {"fingerprint": {}}, [("step", 3)], None])
 def test_a_state_without_step_is_refused(loader_caches, state):
     loader = pretrain(loader_caches)
