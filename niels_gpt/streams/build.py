@@ -102,9 +102,7 @@ def wikitext_dataset() -> tuple[str, str | None]:
     return DATASET_ID, CONFIG
 
 
-def stream_header(
-    cfg: StreamBuildConfig, source: str, wiki_dataset: tuple[str, str | None] | None = None, *, built: bool = True
-) -> dict:
+def stream_header(cfg: StreamBuildConfig, source: str, wiki_dataset: tuple[str, str | None] | None = None) -> dict:
     """The meta.json header of `source`'s streams: wiki -> the wikitext dataset (`wiki_dataset`, or
     `wikitext_dataset()`), no seed (its splits are the dataset's own); roam -> "roam"; primer -> its
     text file; roam and primer record the seed that splits them."""
@@ -117,7 +115,7 @@ def stream_header(
         fields = {"seed": cfg.seed, "dataset_name": cfg.primer_path, "dataset_config": None}
     else:
         raise ValueError(f"unknown stream source {source!r}; streams are {list(STREAM_SOURCES)}")
-    return meta.header("streams", format_version=STREAM_FORMAT_VERSION, built=built, **fields)
+    return meta.header("streams", format_version=STREAM_FORMAT_VERSION, **fields)
 
 
 @dataclass

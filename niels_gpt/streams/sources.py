@@ -65,6 +65,35 @@ def _plan(cfg: StreamBuildConfig, wiki_docs, wiki_dataset) -> tuple[dict[str, li
     return plans, not_built
 
 
+@dataclass
+class _Pending:
+    """A stream between steps 2 and 5: its plan, its bytes, the meta read when it is current, blank docs."""
+
+    plan: SplitStream
+    data: bytes
+    meta: dict | None
+    blank: int
+
+
+def _load_or_build(cfg: StreamBuildConfig, plan: SplitStream) -> _Pending:
+    current = None if cfg.force_rebuild else read_current(cfg.cache_dir, plan)
+    if current is not None:
+        return _Pending(plan, *current, blank=0)
+    data, blank = plan.build()
+    return _Pending(plan, data, None, blank)
+
+
+def _write_or_keep(cfg: StreamBuildConfig, p: _Pending) -> Stream:
+    source, split = p.plan.source, p.plan.split
+    bin_path = stream_paths(cfg.cache_dir, source, split)[0]
+    if p.meta is not None:
+        log(f"streams: {source} {split}: {len(p.data):,} bytes, current in {bin_path}")
+        return Stream(p.data, p.meta, reused=True)
+    meta = write_stream(cfg.cache_dir, source, split, p.data, p.plan.inputs, p.blank, header=p.plan.header)
+    log(f"streams: {source} {split}: {len(p.data):,} bytes ({p.blank:,} blank documents left out) -> {bin_path}")
+    return Stream(p.data, meta)
+
+
 def build_streams(
     cfg: StreamBuildConfig,
     *,
@@ -78,41 +107,25 @@ def build_streams(
     splits; `wiki_dataset` defaults to wikitext's (`build.wikitext_dataset`)."""
     check_gating(cfg)
     plans, not_built = _plan(cfg, wiki_docs, wiki_dataset)
-    found: dict[tuple[str, str], tuple[SplitStream, bytes, dict | None, int]] = {}  # plan, bytes, meta read, blank
-    for source, streams in plans.items():
-        for stream in streams:
-            current = None if cfg.force_rebuild else read_current(cfg.cache_dir, stream)
-            if current is not None:
-                found[(source, stream.split)] = (stream, current[0], current[1], 0)
-            else:
-                data, blank = stream.build()
-                found[(source, stream.split)] = (stream, data, None, blank)
-        empty = [split for split in SPLITS if not found[(source, split)][1]]
+    pending: dict[tuple[str, str], _Pending] = {}
+    for source, splits in plans.items():
+        got = {plan.split: _load_or_build(cfg, plan) for plan in splits}
+        empty = [split for split in SPLITS if not got[split].data]
         if empty and source not in cfg.required_sources:
             not_built[source] = f"not in streams.required_sources and its {'/'.join(empty)} split is empty"
-            for split in SPLITS:
-                del found[(source, split)]
+        else:
+            pending.update({(source, split): p for split, p in got.items()})
     check_stream_lengths(
-        {f"{source} {split}": len(data) for (source, split), (_, data, _, _) in found.items()},
+        {f"{source} {split}": len(p.data) for (source, split), p in pending.items()},
         cfg.T,
-        required={f"{source} {split}" for source, split in found if source in cfg.required_sources},
+        required={f"{source} {split}" for source, split in pending if source in cfg.required_sources},
     )
-    out: dict[tuple[str, str], Stream] = {}
-    for (source, split), (stream, data, meta, blank) in found.items():
-        bin_path = stream_paths(cfg.cache_dir, source, split)[0]
-        if meta is not None:
-            out[(source, split)] = Stream(data, meta, reused=True)
-            log(f"streams: {source} {split}: {len(data):,} bytes, current in {bin_path}")
-            continue
-        meta = write_stream(cfg.cache_dir, source, split, data, stream.inputs, blank, header=stream.header)
-        out[(source, split)] = Stream(data, meta)
-        log(f"streams: {source} {split}: {len(data):,} bytes ({blank:,} blank documents left out) -> {bin_path}")
+    out = {key: _write_or_keep(cfg, p) for key, p in pending.items()}
     for source, reason in not_built.items():
         header = stream_header(cfg, source, wiki_dataset)
         for split in SPLITS:
-            out[(source, split)] = Stream(
-                b"", write_not_built(cfg.cache_dir, source, split, reason=reason, header=header)
-            )
+            meta = write_not_built(cfg.cache_dir, source, split, reason=reason, header=header)
+            out[(source, split)] = Stream(b"", meta)
         log(f"streams: {source}: not built, {reason}")
     return out
 
