@@ -48,7 +48,7 @@ STREAM_META_SUFFIX = ".meta.json"
 
 # Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
 # users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 STREAM_FORMAT_VERSION = 3
 REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
 

@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from niels_gpt.cache.meta import read_meta
 from niels_gpt.hashing import sha256_json
 from niels_gpt.layout import META
+from niels_gpt.meta import is_built, read_meta
 from niels_gpt.token_files import list_shards, open_tokens
 from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
@@ -51,7 +51,7 @@ def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | 
             )
         return None
     meta = read_meta(str(meta_path))
-    if meta.get("built") is False:
+    if not is_built(meta):
         raise ValueError(
             f"{shards_dir.parent}: this pretrain cache was not built ({meta.get('reason', 'no reason given')}); "
             "enable the source and rebuild it"

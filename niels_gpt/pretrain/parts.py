@@ -6,7 +6,7 @@ is tokenized by N independent jobs (separate cluster nodes) and merged by one:
   {source_dir}/parts/part_{k:03d}/{train,val}/shard_NNNNN.bin + meta.json   part k: `build-pretrain --part k`
   {source_dir}/{train,val}/shard_NNNNN.bin + meta.json                      merged: `merge-pretrain`
 
-Part k (0 <= k < N) is a complete cache in the usual format, written by pretrain_writer:
+Part k (0 <= k < N) is a complete cache in the usual format, written by writer.py:
 - it reads `ds.shard(num_shards=N, index=k, contiguous=True)` of the stream, taken BEFORE the buffer
   shuffle (hub.shard_parts): parts are disjoint and together cover the stream. A streamed dataset
   splits by data file, so it needs at least N files (fewer is an error naming both numbers);
@@ -24,11 +24,11 @@ first). Copied in COPY_CHUNK_BYTES chunks: memory stays flat; every part shard i
 must match its part's meta.json. A part whose split ends in a budget-cut document (no eot) and is followed
 by a later part's tokens gets eot in place of that document's last token, so documents stay eot-separated
 and totals stay exact (`part_boundary_cuts` counts them). Same parts => byte-identical merge.
-Merged meta: the usual fields (verify passes), `seed` = the config seed, the whole budgets, `split_rule`
-naming the parts, `cleaning` and `documents_seen` added up over the parts, `num_parts`, and `parts`:
-[{index, train_tokens, val_tokens, train_documents, val_documents, max_train_tokens, max_val_tokens,
-meta_sha256}]. A part may hold no val tokens on its own; the merge fails, like a one-job build, when the
-whole source would hold none (record.check_splits_filled).
+Merged meta: the common header (the parts' dataset and tokenizer; `seed` = the config seed), the whole
+budgets, `split_rule` naming the parts, `cleaning` and `documents_seen` added up over the parts,
+`num_parts`, and `parts`: [{index, train_tokens, val_tokens, train_documents, val_documents,
+max_train_tokens, max_val_tokens, meta_sha256}]. A part may hold no val tokens on its own; the merge fails,
+like a one-job build, when the whole source would hold none (record.check_splits_filled).
 """
 
 from __future__ import annotations
@@ -40,9 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.cache.meta import read_meta, write_meta
 from niels_gpt.hashing import sha256_file
 from niels_gpt.layout import META, SPLITS, part_name
+from niels_gpt.log import log as log_line
+from niels_gpt.log import progress
+from niels_gpt.meta import header, read_meta, write_meta
 from niels_gpt.pretrain.record import ON_PURPOSE, add_counts, check_splits_filled
 from niels_gpt.pretrain.shards import ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.sampling import derive_seed
@@ -121,7 +123,7 @@ def _read_parts(parts_dir: Path, num_parts: int, source: str | None) -> list[dic
             raise FileNotFoundError(
                 f"{path}: part {k} of {num_parts} is missing or unfinished; {how.replace('K', str(k))}"
             )
-        meta = read_meta(str(path))
+        meta = read_meta(path)
         rec = (meta.get("provenance") or {}).get("part")
         if not meta.get("built") or not isinstance(rec, dict):
             raise ValueError(f"{path}: not a built part cache (built={meta.get('built')}, no provenance.part); {how}")
@@ -200,12 +202,19 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
     n = len(metas)
     rule = first["split_rule"]
     rule = (rule[len(RULE_PREFIX) :] if rule.startswith(RULE_PREFIX) else rule).replace("(seed)", "(seed_k)")
-    meta = {key: first.get(key) for key in SAME_IN_EVERY_PART}
+    meta = header(
+        "pretrain",
+        format_version=first["format_version"],
+        seed=rec["seed"],
+        tokenizer=first,  # the parts' tokenizer fields (they all agree)
+        dataset_name=first["dataset_name"],
+        dataset_config=first["dataset_config"],
+    )
+    meta.update({key: first.get(key) for key in SAME_IN_EVERY_PART if key not in meta})
     prov = {k: v for k, v in first["provenance"].items() if k not in ("part", "stream")}
     prov["parts_dir"] = os.path.relpath(parts_dir, out)
     prov["part_streams"] = [m["provenance"].get("stream") for m in metas]
     meta.update(
-        seed=rec["seed"],
         shard_bytes=shard_bytes,
         max_train_tokens=rec["max_train_tokens"],
         max_val_tokens=rec["max_val_tokens"],
@@ -270,11 +279,9 @@ def merge_pretrain_parts(
     num_parts: int,
     shard_bytes: int,
     source: str | None = None,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = log_line,
 ) -> dict:
     """Merge `parts_dir/part_{k:03d}` (k < num_parts) into `out_dir/{train,val}` + meta.json; returns the meta."""
-    from tqdm import tqdm
-
     if num_parts < 1:
         raise ValueError(f"num_parts must be >= 1, got {num_parts}")
     parts_dir, out = Path(parts_dir), Path(out_dir)
@@ -294,7 +301,7 @@ def merge_pretrain_parts(
     cuts = {}
 
     def fill() -> dict:
-        with tqdm(total=total, desc=f"merge {out}", unit="tok", unit_scale=True, disable=None) as bar:
+        with progress(total=total, desc=f"merge {out}", unit="tok", unit_scale=True) as bar:
             for split, w in writers.items():
                 cuts[split] = _copy_split(w, parts_dir, metas, split, eot, bar)
         _check_merged(writers, metas)
@@ -303,8 +310,7 @@ def merge_pretrain_parts(
     written = run_writers(writers, fill)
     meta = _merged_meta(metas, parts_dir, out, shard_bytes, cuts)
     meta.update(written)
-    meta["built"] = True
-    write_meta(str(out / "meta.json"), meta)
+    write_meta(out / META, meta)
     for line in shortfalls(meta):
         log(f"warning: {line}")
     return meta

@@ -1,7 +1,7 @@
 """What a pretrain meta.json records beyond its shards, and the check that no split is silently empty.
 
-- `base_meta`: the fields every pretrain meta.json carries, built or not (format version, token dtype,
-  tokenizer sha256 and special ids, shard size);
+- `shard_format`: how every pretrain meta.json (built or not) says its shards are laid out, beside the
+  common header of `niels_gpt.meta.header` (kind, format version, seed, dataset, tokenizer);
 - `source_meta`: the dataset read (name, config, the revision actually read, streaming or not, how
   deterministic the bytes are) and the loader's provenance, taken after the input was consumed
   (loaders fill provenance while they are read); `presplit_rule` words the split of a pre-split source;
@@ -18,9 +18,10 @@ from __future__ import annotations
 import copy
 
 from niels_gpt.data.registry import PRETRAIN_SOURCES
-from niels_gpt.layout import FORMAT_VERSION, SPLITS
+from niels_gpt.layout import SPLITS
 from niels_gpt.token_files import TOKEN_DTYPE_NAME
 
+DOCUMENT_SEPARATOR = "eot id after every non-empty document; the document crossing a budget is cut"
 ON_PURPOSE = "max_{split}_tokens is 0: built without {split} on purpose"
 PRESPLIT_RULE = "pre-split by the source: its train documents -> train, its val documents -> val, in source order"
 STREAMING_DETERMINISM = (
@@ -101,16 +102,6 @@ def presplit_rule(provenance: dict) -> str:
     return PRESPLIT_RULE + (f" ({'; '.join(details)})" if details else "")
 
 
-def base_meta(*, tokenizer, seed, shard_bytes) -> dict:
-    """Fields every pretrain meta.json carries, built or not (tokenizer None when not built)."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "seed": seed,
-        "token_dtype": TOKEN_DTYPE_NAME,
-        "tokenizer_sha256": tokenizer.sha256 if tokenizer is not None else None,
-        "vocab_size": tokenizer.vocab_size if tokenizer is not None else None,
-        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
-        "eot_id": tokenizer.eot_id if tokenizer is not None else None,
-        "document_separator": "eot id after every non-empty document; the document crossing a budget is cut",
-        "shard_bytes": shard_bytes,
-    }
+def shard_format(shard_bytes: int) -> dict:
+    """The token dtype, the document separator and the shard size of a pretrain cache."""
+    return {"token_dtype": TOKEN_DTYPE_NAME, "document_separator": DOCUMENT_SEPARATOR, "shard_bytes": shard_bytes}

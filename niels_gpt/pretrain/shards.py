@@ -1,10 +1,11 @@
 """Writing uint16 token shards: `split_dir/shard_NNNNN.bin`, rotating at `shard_bytes`, up to a budget.
 
 A shard holds `shard_bytes // 2` tokens (the last of a split may hold fewer); tokens run on from one
-shard into the next, so a document may span two shards. Every shard is written under its temporary
-name `shard_NNNNN.bin.tmp` with its sha256 computed on the fly (no re-read), fsynced when full, and
-renamed by `commit()` only once the whole build has succeeded; `abort()` removes them all.
-`prepare_out_dir` clears a previous build, meta.json first, so an old meta.json never sits beside new shards.
+shard into the next, so a document may span two shards. Every shard is a file of one
+`atomic.StagedFiles`: written under its temporary name `shard_NNNNN.bin.tmp` with its sha256 computed
+on the fly (no re-read), fsynced when full, and renamed by `commit()` only once the whole build has
+succeeded; `abort()` removes them all. `prepare_out_dir` takes a previous build down
+(`meta.unpublish`: meta.json first), so an old meta.json never sits beside new shards.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.atomic import TMP_SUFFIX, tmp_path_for
+from niels_gpt.atomic import TMP_SUFFIX, StagedFile, StagedFiles
 from niels_gpt.layout import META, SHARD_GLOB, SPLITS, shard_name
-from niels_gpt.token_files import TOKEN_BYTES, remove_files
+from niels_gpt.meta import unpublish
+from niels_gpt.token_files import TOKEN_BYTES
 
 DEFAULT_SHARD_BYTES = 128 * 1024 * 1024  # 128 MiB per shard: few files, each far below any size limit
 
@@ -35,7 +37,8 @@ class ShardWriter:
         self.n_tokens = 0
         self.n_documents = 0
         self.shards: list[dict] = []  # closed shards: file, tokens, sha256
-        self._file = None
+        self._staged = StagedFiles()
+        self._file: StagedFile | None = None
         self._hash = None
         self._in_shard = 0
 
@@ -62,14 +65,12 @@ class ShardWriter:
         return done
 
     def _open(self) -> None:
-        self._file = open(tmp_path_for(self.dir / shard_name(len(self.shards))), "wb")
+        self._file = self._staged.open(self.dir / shard_name(len(self.shards)))
         self._hash = hashlib.sha256()
         self._in_shard = 0
 
     def _close_shard(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        self._file.close()  # fsynced
         self.shards.append(
             {"file": shard_name(len(self.shards)), "tokens": self._in_shard, "sha256": self._hash.hexdigest()}
         )
@@ -82,26 +83,22 @@ class ShardWriter:
 
     def commit(self) -> None:
         """Rename every finished shard from `*.tmp` to its final name."""
-        for shard in self.shards:
-            final = self.dir / shard["file"]
-            os.replace(tmp_path_for(final), final)
+        self._staged.commit()
 
     def abort(self) -> None:
         """Close and delete every shard of this build, temporary or already renamed."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        remove_files(self.dir, (SHARD_GLOB, "*" + TMP_SUFFIX))
+        self._file = None
+        self._staged.discard()
 
 
 def prepare_out_dir(out_dir: str | os.PathLike) -> Path:
-    """Remove a previous build: meta.json FIRST (so no moment shows old meta beside new shards), then shards."""
+    """Take a previous build down (`meta.unpublish`: meta.json FIRST, so no moment shows an old meta.json
+    beside new shards, then every shard and temporary file of train/ and val/); returns the folder."""
     out = Path(out_dir)
-    for name in (META, META + TMP_SUFFIX):
-        (out / name).unlink(missing_ok=True)
-    for split in SPLITS:
-        remove_files(out / split, (SHARD_GLOB, "*" + TMP_SUFFIX))
-        (out / split).mkdir(parents=True, exist_ok=True)
+    splits = [out / split for split in SPLITS]
+    unpublish(out / META, [p for d in splits if d.is_dir() for g in (SHARD_GLOB, "*" + TMP_SUFFIX) for p in d.glob(g)])
+    for d in splits:
+        d.mkdir(parents=True, exist_ok=True)
     return out
 
 

@@ -3,8 +3,9 @@
 On disk (`out_dir`):
   train/shard_NNNNN.bin, val/shard_NNNNN.bin   raw little-endian uint16 ids; a shard holds
       shard_bytes // 2 tokens except the last of its split; a document may continue in the next shard
-  meta.json   meta.REQUIRED_PRETRAIN + every shard's file, token count and sha256,
-      the split rule, budgets, provenance (dataset id/config/revision, streaming), `built: true`
+  meta.json   the common header (`niels_gpt.meta.header`: kind "pretrain", format version, seed, dataset,
+      tokenizer sha256 / vocab size / special ids / eot id) + meta.REQUIRED_PRETRAIN: every shard's file,
+      token count and sha256, the split rule, budgets, provenance (dataset revision, streaming)
 Every non-blank document is followed by the eot id; blank documents (empty or whitespace-only) are
 skipped and counted (`cleaning.skipped_blank`), so no eot ever follows nothing but whitespace. Budgets
 are exact: `{split}_tokens == min(max_{split}_tokens, available)` (None = unlimited); the document that
@@ -27,10 +28,10 @@ Two ways in, one shard writer:
 Streaming (encode.py): documents are read in batches and encoded to uint16 arrays by `num_threads`
 worker processes while this process reads the next batches and writes the finished ones, in input
 order, so memory holds a few batches whatever the budget (shards.py writes and hashes as tokens
-arrive) and the bytes do not depend on the number of workers. Atomic: every shard is
-written as `shard_NNNNN.bin.tmp` and renamed only when the whole build succeeded, then meta.json is
-written last; a stale meta.json is removed before anything else, so a killed build never leaves a
-meta.json beside incomplete shards.
+arrive) and the bytes do not depend on the number of workers. Atomic (niels_gpt.atomic): every shard
+is written as `shard_NNNNN.bin.tmp` and renamed only when the whole build succeeded, then meta.json is
+written last; a previous build is taken down first, meta.json first (`meta.unpublish`), so a killed
+build never leaves a meta.json beside incomplete shards.
 """
 
 from __future__ import annotations
@@ -40,15 +41,16 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.cache.meta import write_meta
-from niels_gpt.layout import META, SPLITS
+from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
+from niels_gpt.log import progress
+from niels_gpt.meta import header, not_built, write_meta
 from niels_gpt.pretrain.encode import encoded_batches
 from niels_gpt.pretrain.record import (
     ON_PURPOSE,
-    base_meta,
     check_splits_filled,
     cleaning_record,
     presplit_rule,
+    shard_format,
     source_meta,
 )
 from niels_gpt.pretrain.shards import DEFAULT_SHARD_BYTES, ShardWriter, prepare_out_dir, run_writers
@@ -68,10 +70,8 @@ STREAM_SPLIT_RULE = (
 
 
 def _progress(budgets: tuple[int | None, ...], desc: str):
-    from tqdm import tqdm
-
     total = None if any(b is None for b in budgets) else sum(budgets)
-    return tqdm(total=total, desc=desc, unit="tok", unit_scale=True, disable=None)
+    return progress(total=total, desc=desc, unit="tok", unit_scale=True)
 
 
 def _wanted(writer: ShardWriter, other: ShardWriter | None = None, other_share: float = 1.0) -> Callable[[], float]:
@@ -102,10 +102,9 @@ def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], met
     """Run `fill` (writes tokens, returns extra meta: `skipped_blank` among it), then rename shards and
     write meta.json last."""
     meta.update(run_writers(writers, fill))
-    meta["built"] = True
     meta.update(source_meta(**source))
     meta["cleaning"] = cleaning_record(meta["provenance"], meta.pop("skipped_blank"))
-    write_meta(str(Path(out_dir) / META), meta)
+    write_meta(Path(out_dir) / META, meta)
     return meta
 
 
@@ -126,7 +125,10 @@ def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buf
     _check_budgets(*budgets, shard_bytes)
     out = prepare_out_dir(out_dir)
     writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=b) for split, b in zip(SPLITS, budgets)}
-    meta = base_meta(tokenizer=tokenizer, seed=seed, shard_bytes=shard_bytes)
+    meta = {
+        **header("pretrain", format_version=FORMAT_VERSION, seed=seed, tokenizer=tokenizer),
+        **shard_format(shard_bytes),
+    }
     meta.update(val_doc_prob=val_doc_prob, shuffle_buffer=shuffle_buffer)
     meta.update({f"max_{split}_tokens": b for split, b in zip(SPLITS, budgets)})
     meta["empty_splits"] = {split: ON_PURPOSE.format(split=split) for split, b in zip(SPLITS, budgets) if b == 0}
@@ -298,13 +300,15 @@ def write_not_built_meta(
     shard_bytes: int,
     provenance: dict | None = None,
 ) -> dict:
-    """A disabled source's cache: empty train/ and val/, meta.json with `built: false` and zero totals."""
+    """A disabled source's cache: empty train/ and val/, and the "not built" meta.json (`meta.not_built`:
+    `built: false` and `reason`) with zero totals."""
     out = prepare_out_dir(out_dir)
-    meta = base_meta(tokenizer=None, seed=seed, shard_bytes=shard_bytes)
+    meta = {
+        **not_built("pretrain", reason=reason, format_version=FORMAT_VERSION, seed=seed),
+        **shard_format(shard_bytes),
+    }
     meta.update(source_meta(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance))
     meta.update(
-        built=False,
-        reason=reason,
         split_rule="not built",
         train_tokens=0,
         val_tokens=0,
@@ -312,5 +316,5 @@ def write_not_built_meta(
         val_documents=0,
         shards={"train": [], "val": []},
     )
-    write_meta(str(out / META), meta)
+    write_meta(out / META, meta)
     return meta

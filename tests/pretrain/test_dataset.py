@@ -1,4 +1,6 @@
-"""Random-window sampling of PretrainTokenStreamDataset: y is x shifted, ids in vocab, every window equally likely."""
+"""PretrainTokenStreamDataset (pretrain/dataset.py): windows within one shard, the documented draw, memmaps,
+the guards against a damaged, stale or unbuilt cache. (The sampling invariants are tested in
+tests/test_pretrain_window_sampling.py.)"""
 
 from __future__ import annotations
 
@@ -6,48 +8,19 @@ import numpy as np
 import pytest
 import torch
 
-from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-from niels_gpt.pretrain.writer import build_pretrain_cache_presplit
+from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
+from niels_gpt.pretrain.writer import build_pretrain_cache
+from niels_gpt.token_files import list_shards
+from tests.support.cache_files import numbered_shards
 from tests.support.corpus import tiny_corpus
 
 T = 10
 
 
-def write_shards(split_dir, lengths, offset=0):
-    """Shards whose token values are their global position + offset: a value tells where it came from."""
-    split_dir.mkdir(parents=True)
-    start = offset
-    for i, n in enumerate(lengths):
-        np.arange(start, start + n, dtype="<u2").tofile(split_dir / f"shard_{i:05d}.bin")
-        start += n
-    return split_dir
-
-
 @pytest.fixture
 def unequal(tmp_path):
     # valid starts: 990 and 290; the 8-token shard is too short for T+1 = 11 and is never used
-    return write_shards(tmp_path / "train", [1000, 300, 8])
-
-
-def test_y_is_x_shifted_and_ids_are_in_vocab(tmp_path, tiny_tokenizer):
-    build_pretrain_cache_presplit(
-        tiny_corpus(60),
-        tiny_corpus(5, seed=1),
-        str(tmp_path),
-        tokenizer=tiny_tokenizer,
-        max_train_tokens=None,
-        max_val_tokens=None,
-        shard_bytes=300,
-        seed=0,
-    )
-    ds = PretrainTokenStreamDataset(tmp_path / "train", T=32, device="cpu", tokenizer=tiny_tokenizer)
-    g = torch.Generator().manual_seed(0)
-    for B in (1, 7, 32):
-        x, y = ds.get_batch(B=B, generator=g)
-        assert x.shape == y.shape == (B, 32) and x.dtype == y.dtype == torch.int64 and x.device.type == "cpu"
-        assert torch.equal(y[:, :-1], x[:, 1:])
-        assert int(x.min()) >= 0 and int(torch.maximum(x, y).max()) < tiny_tokenizer.vocab_size
-        assert x.is_contiguous() and y.is_contiguous()
+    return numbered_shards(tmp_path / "train", [1000, 300, 8])
 
 
 def test_windows_are_contiguous_slices_of_one_shard(unequal):
@@ -78,18 +51,8 @@ def test_draw_order_is_the_documented_one(unequal):
     assert torch.equal(x[:, 0], expected_first_token)
 
 
-def test_shards_are_chosen_in_proportion_to_their_valid_starts(unequal):
-    ds = PretrainTokenStreamDataset(unequal, T=T)
-    g = torch.Generator().manual_seed(2)
-    first = torch.cat([ds.get_batch(B=512, generator=g)[0][:, 0] for _ in range(20)])
-    share0 = (first < 1000).double().mean().item()
-    assert abs(share0 - 990 / 1280) < 0.02  # ~5 standard deviations over 10,240 rows; uniform choice gives 0.5
-    starts0 = first[first < 1000].double()
-    assert abs(starts0.mean().item() - 989 / 2) < 15 and starts0.min() < 10 and starts0.max() > 980
-
-
 def test_too_short_for_T_names_T_and_the_longest_shard(tmp_path):
-    d = write_shards(tmp_path / "train", [5, 9])
+    d = numbered_shards(tmp_path / "train", [5, 9])
     with pytest.raises(ValueError, match=r"T\+1 = 11 .*shard_00001.bin.*has 9"):
         PretrainTokenStreamDataset(d, T=10)
 
@@ -102,3 +65,35 @@ def test_missing_or_temporary_only_shards_are_refused(tmp_path):
         PretrainTokenStreamDataset(d, T=4)
     with pytest.raises(NotADirectoryError, match=rf"^{tmp_path / 'nope'}: no such shard directory; build the cache"):
         PretrainTokenStreamDataset(tmp_path / "nope", T=4)
+
+
+def build(texts, out, tok):
+    return build_pretrain_cache(
+        texts, str(out), tokenizer=tok, max_train_tokens=None, max_val_tokens=None, shard_bytes=512, seed=7,
+        shuffle_buffer=None, val_doc_prob=0.3,
+    )  # fmt: skip
+
+
+def test_dataset_reads_the_cache_through_memmaps_and_checks_the_tokenizer(tmp_path, tiny_tokenizer):
+    build(tiny_corpus(60, seed=14), tmp_path, tiny_tokenizer)
+    ds = PretrainTokenStreamDataset(tmp_path / "train", T=16, device="cpu", tokenizer=tiny_tokenizer)
+    assert ds.maps and all(isinstance(m, np.memmap) and m.mode == "r" for m in ds.maps)
+    assert all(np.shares_memory(w, ds.maps[i]) for w, i in zip(ds._windows, ds.usable_shards))  # views, no copies
+    x, y = ds.get_batch(B=4, generator=torch.Generator().manual_seed(0))
+    assert x.shape == (4, 16) and int(x.max()) < tiny_tokenizer.vocab_size
+
+    class OtherTokenizer:
+        sha256 = "0" * 64
+        model_path = "other/spm.model"
+
+    with pytest.raises(ValueError) as e:
+        PretrainTokenStreamDataset(tmp_path / "train", T=16, device="cpu", tokenizer=OtherTokenizer())
+    msg = str(e.value)
+    assert tiny_tokenizer.sha256 in msg and "0" * 64 in msg and str(tmp_path) in msg and "rebuild" in msg
+
+
+def test_dataset_refuses_shards_that_do_not_match_meta(tmp_path, tiny_tokenizer):
+    build(tiny_corpus(60, seed=15), tmp_path, tiny_tokenizer)
+    next(iter(list_shards(tmp_path / "train"))).unlink()
+    with pytest.raises(ValueError, match="do not match"):
+        PretrainTokenStreamDataset(tmp_path / "train", T=8)

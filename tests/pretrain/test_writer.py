@@ -1,42 +1,27 @@
-"""Pretrain cache writer: round trip, exact budgets, rotation, split rule, atomicity, job and CLI."""
+"""The pretrain writer (pretrain/writer.py): round trip, exact budgets, rotation, the split rule, blank
+documents, empty splits, atomicity, meta.json and the "not built" record."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta, sha256_file
-from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.data.normalize import is_blank
 from niels_gpt.data.types import PretrainSample
+from niels_gpt.hashing import sha256_file
 from niels_gpt.layout import FORMAT_VERSION
+from niels_gpt.meta import REQUIRED_PRETRAIN, check_required, read_meta
 from niels_gpt.pretrain import encode as batch_encode
+from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 from niels_gpt.token_files import list_shards
 from niels_gpt.tokenizer import workers
+from tests.support.cache_files import documents, split_tokens
 from tests.support.corpus import tiny_corpus
-
-
-def split_tokens(out: Path, split: str) -> np.ndarray:
-    paths = list_shards(out / split)
-    return np.concatenate([np.fromfile(p, dtype="<u2") for p in paths]) if paths else np.zeros(0, "<u2")
-
-
-def documents(tokens: np.ndarray, eot: int) -> list[list[int]]:
-    """eot-terminated documents (a trailing run without eot is a cut document)."""
-    docs, cur = [], []
-    for t in tokens.tolist():
-        if t == eot:
-            docs.append(cur)
-            cur = []
-        else:
-            cur.append(t)
-    return docs + ([cur] if cur else [])
 
 
 def build_stream(texts, out, tok, **kw):
@@ -72,7 +57,10 @@ def test_presplit_roundtrip_decodes_every_document(tmp_path, tiny_tokenizer):
         assert meta[f"{split}_tokens"] == len(tokens) == sum(len(tiny_tokenizer.encode(t)) + 1 for t in texts)
         assert meta[f"{split}_documents"] == len(texts)
     check_required(meta, REQUIRED_PRETRAIN)
+    check_required(meta)  # by its kind
     assert meta["built"] is True and read_meta(str(tmp_path / "meta.json")) == meta
+    assert (meta["kind"], meta["format_version"], meta["seed"]) == ("pretrain", FORMAT_VERSION, 1)
+    assert (meta["vocab_size"], meta["eot_id"]) == (tiny_tokenizer.vocab_size, tiny_tokenizer.eot_id)
 
 
 def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer, monkeypatch):
@@ -294,31 +282,6 @@ def test_shards_are_written_under_temporary_names_until_the_end(tmp_path, tiny_t
     assert all(name.endswith(".tmp") for names in seen for name in names)
 
 
-def test_dataset_reads_the_cache_through_memmaps_and_checks_the_tokenizer(tmp_path, tiny_tokenizer):
-    build_stream(tiny_corpus(60, seed=14), tmp_path, tiny_tokenizer, shard_bytes=512)
-    ds = PretrainTokenStreamDataset(tmp_path / "train", T=16, device="cpu", tokenizer=tiny_tokenizer)
-    assert ds.maps and all(isinstance(m, np.memmap) and m.mode == "r" for m in ds.maps)
-    assert all(np.shares_memory(w, ds.maps[i]) for w, i in zip(ds._windows, ds.usable_shards))  # views, no copies
-    x, y = ds.get_batch(B=4, generator=torch.Generator().manual_seed(0))
-    assert x.shape == (4, 16) and int(x.max()) < tiny_tokenizer.vocab_size
-
-    class OtherTokenizer:
-        sha256 = "0" * 64
-        model_path = "other/spm.model"
-
-    with pytest.raises(ValueError) as e:
-        PretrainTokenStreamDataset(tmp_path / "train", T=16, device="cpu", tokenizer=OtherTokenizer())
-    msg = str(e.value)
-    assert tiny_tokenizer.sha256 in msg and "0" * 64 in msg and str(tmp_path) in msg and "rebuild" in msg
-
-
-def test_dataset_refuses_shards_that_do_not_match_meta(tmp_path, tiny_tokenizer):
-    build_stream(tiny_corpus(60, seed=15), tmp_path, tiny_tokenizer, shard_bytes=512)
-    next(iter(list_shards(tmp_path / "train"))).unlink()
-    with pytest.raises(ValueError, match="do not match"):
-        PretrainTokenStreamDataset(tmp_path / "train", T=8)
-
-
 def test_meta_is_canonical_json(tmp_path, tiny_tokenizer):
     meta = build_stream(tiny_corpus(10, seed=16), tmp_path, tiny_tokenizer, provenance={"note": "x"})
     text = (tmp_path / "meta.json").read_text()
@@ -368,8 +331,10 @@ def test_a_disabled_source_writes_empty_splits_and_a_meta_that_says_why(tmp_path
         provenance={"source": "wikitext"},
     )  # fmt: skip
     assert read_meta(str(out / "meta.json")) == meta
+    check_required(meta)  # a "not built" record: the header and its reason
     expected = {
-        "format_version": FORMAT_VERSION, "seed": 4, "tokenizer_sha256": None, "vocab_size": None,
+        "kind": "pretrain", "format_version": FORMAT_VERSION, "seed": 4, "tokenizer_sha256": None, "vocab_size": None,
+        "special_token_ids": None, "eot_id": None, "token_dtype": "uint16-le",
         "shard_bytes": 4096, "dataset_name": "someone/wiki", "dataset_config": "raw",
         "provenance": {"source": "wikitext"}, "built": False, "reason": "disabled", "split_rule": "not built",
         "train_tokens": 0, "val_tokens": 0, "train_documents": 0, "val_documents": 0,
