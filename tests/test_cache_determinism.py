@@ -1,12 +1,14 @@
-"""Same texts + same seed => byte-identical pretrain caches."""
+"""Determinism: the same small in-memory input and the same seed give byte-identical cache files
+(compared by sha256), pretrain and SFT alike."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from niels_gpt.cache.build_cache import build_pretrain_cache, build_pretrain_cache_presplit, build_sft_cache
 from niels_gpt.cache.meta import sha256_file
 from niels_gpt.pretrain import encode as batch_encode
-from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit
+from tests.support.chats import random_chats
 from tests.support.corpus import tiny_corpus
 
 
@@ -64,3 +66,17 @@ def test_presplit_build_twice_is_byte_identical(tmp_path, tiny_tokenizer):
         return hashes(out)
 
     assert build(tmp_path / "a") == build(tmp_path / "b")
+
+
+def test_sft_build_twice_is_byte_identical_and_another_seed_changes_the_split(tiny_tokenizer, tmp_path):
+    chats = random_chats(120, seed=11)
+
+    def build(out, seed=42):
+        build_sft_cache(iter(chats), str(out), tokenizer=tiny_tokenizer, val_frac=0.2, seed=seed)
+        return hashes(out)
+
+    first = build(tmp_path / "a")
+    assert sorted(first) == ["meta.json", "train_idx.npy", "train_tokens.bin", "val_idx.npy", "val_tokens.bin"]
+    assert build(tmp_path / "b") == first
+    assert build(tmp_path / "a") == first  # rebuilding in place too
+    assert build(tmp_path / "c", seed=7)["val_idx.npy"] != first["val_idx.npy"]

@@ -46,9 +46,9 @@ from pathlib import Path
 import numpy as np
 
 from niels_gpt import layout
-from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import IGNORE_INDEX, loss_mask_from_tokens
 from niels_gpt.hashing import sha256_json
+from niels_gpt.meta import is_built, read_meta
 from niels_gpt.sft.packing import pack_examples, row_pieces, slot_map
 from niels_gpt.sft.windows import (
     CUT_REASONS,
@@ -125,7 +125,7 @@ class SFTExampleDataset:
     ) -> SFTExampleDataset:
         """The `split` of the cache in `cache_dir` (e.g. "cache/sft/oasst1"); truncation from meta."""
         meta = read_meta(os.path.join(cache_dir, layout.META))
-        if not meta.get("built", True):
+        if not is_built(meta):
             raise ValueError(
                 f"{cache_dir}: this SFT cache was not built ({meta.get('reason', 'source disabled')}); "
                 f"enable sources.{meta.get('source')}.enabled and rebuild, or leave it out of sft.mix"

@@ -4,10 +4,12 @@ Output in `out_dir` (names from layout.py, dtypes from token_files.py):
   {train,val}_tokens.bin  uint16 LE, each example's full `render_chat_sft` input_ids, back to back
   {train,val}_idx.npy     int64 start offsets (np.save), offsets-only: example i is
                           tokens[idx[i]:idx[i+1]], the last runs to the end of the file
-  meta.json               meta.REQUIRED_SFT + source, splits.*.num_examples / num_tokens /
+  meta.json               the common header (`niels_gpt.meta.header`: kind "sft", format version,
+                          seed, dataset, tokenizer sha256 / vocab size / special ids / eot id) +
+                          meta.REQUIRED_SFT + source, splits.*.num_examples / num_tokens /
                           num_label_tokens / num_dropped / dropped (by reason) / num_truncated /
-                          cut (by reason), val_frac, seed, T_max, truncation, empty_splits, files
-                          with sha256, tokenizer sha256, format_version, provenance
+                          cut (by reason), val_frac, T_max, truncation, empty_splits, files
+                          with sha256, provenance
 
 Examples are stored whole (not cut to T_max): the dataset cuts at read time (windows.py), after
 computing the loss mask on the whole example. An example is dropped at build time only if none of
@@ -31,8 +33,9 @@ Memory: the examples are buffered (as (role, content) string pairs) because the 
 group key before the first write; SFT sets are small (dolly 15k rows, oasst1 ~10k threads: tens of
 MB of text). Token ids are never held for more than a few batches: they are stream-written.
 
-Atomicity: stale outputs are removed first (meta.json first), files are written under `*.tmp` and
-renamed when all are complete, meta.json last. A failed build leaves nothing behind.
+Atomicity: the previous cache is taken down first (`meta.unpublish`: meta.json first); the four files
+are one `atomic.StagedFiles`, written under `*.tmp` and renamed only when all are complete, then
+meta.json is written last. A failed build leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -41,18 +44,18 @@ import contextlib
 import hashlib
 import io
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from niels_gpt.atomic import tmp_path_for
-from niels_gpt.cache.meta import REQUIRED_SFT, check_required, write_meta
+from niels_gpt.atomic import StagedFiles
 from niels_gpt.chat_template import RenderedChats, normalize_messages, render_chats
 from niels_gpt.data.registry import SFT_SOURCES
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS, sft_file_names, sft_offsets_name, sft_tokens_name
+from niels_gpt.log import progress
+from niels_gpt.meta import header, not_built, unpublish, write_meta
 from niels_gpt.sft.windows import CUT_REASONS, DROP_REASONS, check_truncation, drop_codes, kept_segments
 from niels_gpt.splits import SPLIT_RULE, val_groups, val_mask
 from niels_gpt.token_files import OFFSET_DTYPE, OFFSET_DTYPE_NAME, TOKEN_DTYPE, TOKEN_DTYPE_NAME, check_vocab_fits
@@ -65,11 +68,10 @@ TEMPLATE = "<role> content <eot> per message; labels on assistant content + its 
 
 
 def remove_outputs(out_dir: str | os.PathLike) -> None:
-    """Remove a previous cache (meta.json first, so a half-removed cache never looks complete)."""
-    for name in sft_file_names():
-        for p in (Path(out_dir) / name, tmp_path_for(Path(out_dir) / name)):
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
+    """Take a previous cache down (`meta.unpublish`: meta.json first, so a half-removed cache never looks
+    complete, then its files and their temporaries)."""
+    out = Path(out_dir)
+    unpublish(out / META, [out / name for name in sft_file_names() if name != META])
 
 
 def _messages_of(example: Any) -> Any:
@@ -92,41 +94,39 @@ def judge(rendered: RenderedChats, t_max: int, truncation: str) -> tuple[np.ndar
     return drop_codes(rendered.mask, starts, rendered.lengths, segments), segments.cut
 
 
-def _write_split(rendered_batches, out: Path, split: str, t_max: int, truncation: str, bar) -> dict:
-    """Judge, filter and stream-write one split's rendered batches under temporary names; returns its
-    stats and files."""
+def _write_split(
+    rendered_batches, staged: StagedFiles, out: Path, split: str, t_max: int, truncation: str, bar
+) -> dict:
+    """Judge, filter and stream-write one split's rendered batches as files of `staged` (temporary
+    names until it is committed); returns the split's stats and files."""
     tokens_name, offsets_name = sft_tokens_name(split), sft_offsets_name(split)
     h = hashlib.sha256()
     offsets: list[int] = []
     n_input = n_tokens = n_labels = 0
     dropped, cut = np.zeros(len(DROP_REASONS) + 1, np.int64), np.zeros(len(CUT_REASONS[truncation]) + 1, np.int64)
-    with open(tmp_path_for(out / tokens_name), "wb") as f:
-        for rendered in rendered_batches:
-            drop, cut_code = judge(rendered, t_max, truncation)
-            dropped += np.bincount(drop, minlength=len(dropped))
-            ok = drop == 0
-            cut += np.bincount(np.asarray(cut_code, dtype=np.int64)[ok], minlength=len(cut))
-            lengths, tokens, mask = rendered.lengths, rendered.tokens, rendered.mask
-            if not ok.all():
-                kept = np.repeat(ok, lengths)  # per token: does its example stay?
-                lengths, tokens, mask = lengths[ok], tokens[kept], mask[kept]
-            offsets.extend((n_tokens + np.cumsum(lengths) - lengths).tolist())
-            n_labels += int(np.count_nonzero(mask))
-            data = tokens.astype(TOKEN_DTYPE, copy=False).tobytes()
-            f.write(data)
-            h.update(data)
-            n_input += len(ok)
-            n_tokens += int(lengths.sum())
-            bar.update(len(ok))
-        f.flush()
-        os.fsync(f.fileno())
+    f = staged.open(out / tokens_name)
+    for rendered in rendered_batches:
+        drop, cut_code = judge(rendered, t_max, truncation)
+        dropped += np.bincount(drop, minlength=len(dropped))
+        ok = drop == 0
+        cut += np.bincount(np.asarray(cut_code, dtype=np.int64)[ok], minlength=len(cut))
+        lengths, tokens, mask = rendered.lengths, rendered.tokens, rendered.mask
+        if not ok.all():
+            kept = np.repeat(ok, lengths)  # per token: does its example stay?
+            lengths, tokens, mask = lengths[ok], tokens[kept], mask[kept]
+        offsets.extend((n_tokens + np.cumsum(lengths) - lengths).tolist())
+        n_labels += int(np.count_nonzero(mask))
+        data = tokens.astype(TOKEN_DTYPE, copy=False).tobytes()
+        f.write(data)
+        h.update(data)
+        n_input += len(ok)
+        n_tokens += int(lengths.sum())
+        bar.update(len(ok))
+    f.close()  # fsynced; renamed when the build commits
     buf = io.BytesIO()
     np.save(buf, np.asarray(offsets, dtype=OFFSET_DTYPE), allow_pickle=False)
     idx_bytes = buf.getvalue()
-    with open(tmp_path_for(out / offsets_name), "wb") as f:
-        f.write(idx_bytes)
-        f.flush()
-        os.fsync(f.fileno())
+    staged.write_bytes(out / offsets_name, idx_bytes)
     stats = {
         "num_input_examples": n_input,
         "num_examples": len(offsets),
@@ -185,20 +185,17 @@ def assign_splits(n: int, group_keys: Sequence | None, val_frac: float, seed: in
 
 
 def _write_splits(
-    pairs_list, is_val, split_info, tokenizer, out: Path, t_max, truncation, source, num_threads
+    pairs_list, is_val, split_info, tokenizer, staged: StagedFiles, out: Path, t_max, truncation, source, num_threads
 ) -> tuple[dict, dict]:
-    """Both splits under temporary names, with one progress bar and one set of rendering workers;
+    """Both splits as files of `staged`, with one progress bar and one set of rendering workers;
     returns (per-split stats, files)."""
-    from tqdm import tqdm
-
     splits, files = {}, {}
-    desc = f"sft {source or out.name}"
-    bar = tqdm(total=len(pairs_list), desc=desc, unit="ex", file=sys.stderr, disable=not sys.stderr.isatty())
+    bar = progress(total=len(pairs_list), desc=f"sft {source or out.name}", unit="ex")
     with bar, EncodeWorkers(tokenizer, num_threads) as workers:
         for split in SPLITS:
             chosen = [p for p, v in zip(pairs_list, is_val) if v == (split == "val")]
             batches = (chosen[lo : lo + ENCODE_BATCH] for lo in range(0, len(chosen), ENCODE_BATCH))
-            res = _write_split(workers.map(render_chats, batches), out, split, t_max, truncation, bar)
+            res = _write_split(workers.map(render_chats, batches), staged, out, split, t_max, truncation, bar)
             splits[split] = res["stats"]
             files.update(res["files"])
             if "num_groups" in split_info:
@@ -238,15 +235,14 @@ def build_sft_cache(
     try:
         pairs_list = _buffer(examples, source)
         is_val, split_info = assign_splits(len(pairs_list), group_keys, val_frac, seed)
-        out.mkdir(parents=True, exist_ok=True)
-        splits, files = _write_splits(
-            pairs_list, is_val, split_info, tokenizer, out, t_max, truncation, source, num_threads
-        )
-        empty_splits = check_splits_filled(splits, source=source, val_frac=val_frac, truncation=truncation)
-        _publish(out, files)  # every file complete: move them into place, then meta.json last
+        with StagedFiles() as staged:
+            splits, files = _write_splits(
+                pairs_list, is_val, split_info, tokenizer, staged, out, t_max, truncation, source, num_threads
+            )
+            empty_splits = check_splits_filled(splits, source=source, val_frac=val_frac, truncation=truncation)
+            staged.commit()  # every file complete: move them into place, then meta.json last
         meta = {
-            **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
-            "built": True,
+            **_header(source, dataset_name, dataset_config, seed, tokenizer),
             "split_rule": f"{SPLIT_RULE}; by {split_info['split_by']}",
             "split_by": split_info["split_by"],
             "val_frac": val_frac,
@@ -262,8 +258,7 @@ def build_sft_cache(
             "files": files,
             "provenance": provenance or {},
         }
-        check_required(meta, REQUIRED_SFT, path=str(out / META))
-        write_meta(str(out / META), meta)
+        write_meta(out / META, meta)
         return meta
     except BaseException:
         remove_outputs(out)
@@ -283,50 +278,41 @@ def write_not_built(
     dataset_name: str | None = None,
     dataset_config: str | None = None,
 ) -> dict:
-    """A disabled source: empty split files (so every declared output exists) + meta with built=false.
+    """A disabled source: empty split files (so every declared output exists) and the "not built"
+    meta.json (`meta.not_built`: `built: false` and `reason`).
 
     Readers check `built` (SFTExampleDataset.from_cache_dir refuses such a cache with `reason`).
     """
     out = Path(out_dir)
     remove_outputs(out)
-    out.mkdir(parents=True, exist_ok=True)
     files = {}
-    for split in SPLITS:
-        files.update(_write_split([], out, split, 1, "head", _NoBar())["files"])
-    _publish(out, files)
+    with StagedFiles() as staged:
+        for split in SPLITS:
+            files.update(_write_split([], staged, out, split, 1, "head", _NoBar())["files"])
+        staged.commit()
     meta = {
-        **_meta_header(source, dataset_name, dataset_config, seed, tokenizer),
-        "built": False,
-        "reason": reason,
+        **_header(source, dataset_name, dataset_config, seed, tokenizer, reason=reason),
         "split_rule": None,
         "train_examples": 0,
         "val_examples": 0,
         "files": files,
     }
-    write_meta(str(out / META), meta)
+    write_meta(out / META, meta)
     return meta
 
 
-def _meta_header(source, dataset_name, dataset_config, seed: int, tokenizer) -> dict:
-    """The meta fields every SFT cache has, built or not (meta.REQUIRED_COMMON among them)."""
-    return {
-        "kind": "sft",
-        "format_version": FORMAT_VERSION,
-        "source": source,
-        "dataset_name": dataset_name if dataset_name is not None else source,
-        "dataset_config": dataset_config,
-        "seed": seed,
-        "token_dtype": TOKEN_DTYPE_NAME,
-        "tokenizer_sha256": getattr(tokenizer, "sha256", None),
-        "vocab_size": getattr(tokenizer, "vocab_size", None),
-        "special_token_ids": dict(tokenizer.special_ids) if tokenizer is not None else None,
-    }
-
-
-def _publish(out: Path, files: dict) -> None:
-    """Rename every complete `name.tmp` of `files` onto its final name."""
-    for name in files:
-        os.replace(tmp_path_for(out / name), out / name)
+def _header(source, dataset_name, dataset_config, seed: int, tokenizer, reason: str | None = None) -> dict:
+    """The common header (`meta.header`, or `meta.not_built` given `reason`) and what every SFT cache
+    adds to it: its source and token dtype."""
+    fields = dict(
+        format_version=FORMAT_VERSION,
+        seed=seed,
+        tokenizer=tokenizer,
+        dataset_name=dataset_name if dataset_name is not None else source,
+        dataset_config=dataset_config,
+    )
+    common = header("sft", **fields) if reason is None else not_built("sft", reason=reason, **fields)
+    return {**common, "source": source, "token_dtype": TOKEN_DTYPE_NAME}
 
 
 class _NoBar:
