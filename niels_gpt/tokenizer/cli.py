@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from niels_gpt import layout
 from niels_gpt.command_line import add_config_args, resolve_config
 
 
@@ -13,7 +14,7 @@ def register(sub) -> None:
         "symbols, byte fallback) on a seeded sample of tokenizer.sample_chars characters of the enabled pretrain "
         "sources, or adopt tokenizer.model_path. Every setting is a config key (tokenizer.*, sources.*.enabled).",
     )
-    p.add_argument("--out-dir", default="cache/tokenizer", help="output folder (default: %(default)s)")
+    p.add_argument("--out-dir", default=None, help="output folder (default: {cache_dir}/tokenizer)")
     add_config_args(p)
     p.set_defaults(func=run)
 
@@ -21,5 +22,6 @@ def register(sub) -> None:
 def run(args) -> int:
     from niels_gpt.tokenizer.job import build_tokenizer
 
-    build_tokenizer(resolve_config(args), args.out_dir)
+    cfg = resolve_config(args)
+    build_tokenizer(cfg, args.out_dir or layout.tokenizer_dir(cfg["cache_dir"]))
     return 0

@@ -2,9 +2,12 @@
 
 Either trains SentencePiece on a seeded, size-capped sample of the enabled pretrain sources
 (`tokenizer.sample_chars` split evenly between them, each source's train side in its seeded
-order), or adopts an existing model (`tokenizer.model_path`). meta.json is written last and records
-the model's sha256, the id layout and exactly what the model was trained on; every cache built
-later carries that sha256 so a cache and a tokenizer can never be mixed up silently.
+order), or adopts an existing model (`tokenizer.model_path`). The model is written atomically
+(niels_gpt.atomic), and a previous build is taken down first (`meta.unpublish`: meta.json first).
+meta.json is written last: the common header (`niels_gpt.meta.header`: kind "tokenizer", with the
+model's own sha256, vocab size, special ids and eot id; `dataset_name` names the sources sampled, or
+the adopted file), the id layout and exactly what the model was trained on. Every cache built later
+carries that sha256, so a cache and a tokenizer can never be mixed up silently.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from niels_gpt.atomic import atomic_open
-from niels_gpt.cache.meta import write_meta
 from niels_gpt.data.registry import PRETRAIN_SOURCES
 from niels_gpt.layout import FORMAT_VERSION, META, TOKENIZER_MODEL
+from niels_gpt.log import log, progress
+from niels_gpt.meta import header, unpublish, write_meta
 from niels_gpt.special_tokens import SPECIAL_TOKENS
 from niels_gpt.token_files import MAX_VOCAB
 
@@ -42,22 +46,15 @@ def tokenizer_sources(cfg: dict) -> list[str]:
 def _sample(cfg: dict, sources: list[str], stats: dict[str, dict]) -> Iterator[str]:
     """The training texts, source after source; a progress bar counts characters read (SentencePiece
     reads them all first, then trains without further output)."""
-    from tqdm import tqdm
-
     from niels_gpt.data.registry import tokenizer_texts
 
     cap = cfg["tokenizer"]["sample_chars"] // len(sources)
-    with tqdm(total=cap * len(sources), desc="tokenizer sample", unit="char", unit_scale=True, disable=None) as bar:
+    with progress(total=cap * len(sources), desc="tokenizer sample", unit="char", unit_scale=True) as bar:
         for source in sources:
             stats[source] = {"docs": 0, "chars": 0}
             for text in _capped(tokenizer_texts(cfg, source), cap, stats[source]):
                 bar.update(len(text))
                 yield text
-
-
-def _remove_outputs(out_dir: Path) -> None:
-    (out_dir / META).unlink(missing_ok=True)  # meta first: without it nothing looks complete
-    (out_dir / TOKENIZER_MODEL).unlink(missing_ok=True)
 
 
 def _adopt(src: Path, model_path: Path):
@@ -71,14 +68,15 @@ def _adopt(src: Path, model_path: Path):
     with open(src, "rb") as fin, atomic_open(model_path, "wb") as fout:
         shutil.copyfileobj(fin, fout)
     try:
-        return SentencePieceTokenizer(model_path), {"adopted_from": str(src)}
+        return SentencePieceTokenizer(model_path), {"adopted_from": str(src)}, str(src)
     except ValueError:
         model_path.unlink(missing_ok=True)
         raise
 
 
 def _train(cfg: dict, model_path: Path):
-    """Train on the seeded sample of the enabled pretrain sources; returns (tokenizer, what it read)."""
+    """Train on the seeded sample of the enabled pretrain sources; returns (tokenizer, what it read, the
+    sources sampled)."""
     from niels_gpt.tokenizer import train_sentencepiece
 
     tcfg = cfg["tokenizer"]
@@ -86,7 +84,7 @@ def _train(cfg: dict, model_path: Path):
     if not sources:
         raise ValueError("tokenizer: no pretrain source is enabled to sample training text from (sources.*.enabled)")
     stats: dict[str, dict] = {}
-    print(f"tokenizer: sampling up to {tcfg['sample_chars']:,} chars from {', '.join(sources)}", flush=True)
+    log(f"tokenizer: sampling up to {tcfg['sample_chars']:,} chars from {', '.join(sources)}")
     tok = train_sentencepiece(
         _sample(cfg, sources, stats),
         model_path,
@@ -102,7 +100,7 @@ def _train(cfg: dict, model_path: Path):
         "demo": cfg["demo"],
         "seed": cfg["seed"],
     }
-    return tok, trained_on
+    return tok, trained_on, ", ".join(sources)
 
 
 def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
@@ -110,22 +108,19 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     tcfg = cfg["tokenizer"]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _remove_outputs(out_dir)
     model_path = out_dir / TOKENIZER_MODEL
+    unpublish(out_dir / META, [model_path])
     started = time.time()
     if tcfg["model_path"]:
-        tok, trained_on = _adopt(Path(tcfg["model_path"]), model_path)
+        tok, trained_on, read = _adopt(Path(tcfg["model_path"]), model_path)
     else:
-        tok, trained_on = _train(cfg, model_path)
+        tok, trained_on, read = _train(cfg, model_path)
     meta = {
-        "kind": "tokenizer",
-        "format_version": FORMAT_VERSION,
+        **header("tokenizer", format_version=FORMAT_VERSION, seed=cfg["seed"], tokenizer=tok, dataset_name=read),
         "model_file": TOKENIZER_MODEL,
         "sha256": tok.sha256,
-        "vocab_size": tok.vocab_size,
         "ordinary_pieces": tok.vocab_size - len(SPECIAL_TOKENS),
         "max_id_fits_uint16": tok.vocab_size <= MAX_VOCAB,
-        "special_token_ids": tok.special_ids,
         "special_tokens": dict(SPECIAL_TOKENS),
         "model_type": tcfg["model_type"],
         "character_coverage": tcfg["character_coverage"],
@@ -133,9 +128,8 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
         "trained_on": trained_on,
     }
     write_meta(out_dir / META, meta)
-    print(
+    log(
         f"tokenizer: {tok.vocab_size:,} ids ({meta['ordinary_pieces']:,} ordinary + {len(SPECIAL_TOKENS)} special), "
-        f"sha256 {tok.sha256[:16]}..., {time.time() - started:.1f}s -> {model_path}",
-        flush=True,
+        f"sha256 {tok.sha256[:16]}..., {time.time() - started:.1f}s -> {model_path}"
     )
     return meta

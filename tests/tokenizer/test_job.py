@@ -1,4 +1,5 @@
-"""build_tokenizer: trains on the enabled pretrain sources (demo sample), records what it used, adopts a model."""
+"""build_tokenizer (tokenizer/job.py): trains on the enabled pretrain sources (demo sample), records what it
+used in the common header and its own fields, adopts a model."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import json
 
 import pytest
 
-from niels_gpt.cache.cli import main
 from niels_gpt.config import prepare_config
+from niels_gpt.layout import FORMAT_VERSION
+from niels_gpt.meta import check_required
 from niels_gpt.tokenizer import SentencePieceTokenizer
 from niels_gpt.tokenizer.job import build_tokenizer
 
@@ -24,6 +26,10 @@ def test_trains_on_enabled_sources_and_writes_meta_last(tmp_path, isolated_hf_ca
     tok = SentencePieceTokenizer(tmp_path / "spm.model")
     assert on_disk["sha256"] == tok.sha256 and on_disk["vocab_size"] == tok.vocab_size == 504
     assert on_disk["special_token_ids"] == tok.special_ids
+    check_required(on_disk)
+    assert on_disk["kind"] == "tokenizer" and on_disk["format_version"] == FORMAT_VERSION and on_disk["built"] is True
+    assert (on_disk["tokenizer_sha256"], on_disk["eot_id"], on_disk["seed"]) == (tok.sha256, tok.eot_id, 42)
+    assert on_disk["dataset_name"] == "fineweb_edu, wikitext"  # the sources sampled
 
 
 def test_same_config_gives_the_same_model(tmp_path, isolated_hf_cache):
@@ -38,9 +44,10 @@ def test_model_path_is_adopted_not_trained(tmp_path, tiny_tokenizer_path, tiny_t
     meta = build_tokenizer(cfg, tmp_path)
     assert meta["sha256"] == tiny_tokenizer.sha256
     assert meta["trained_on"] == {"adopted_from": tiny_tokenizer_path}
+    assert meta["dataset_name"] == tiny_tokenizer_path and meta["tokenizer_sha256"] == tiny_tokenizer.sha256
 
 
-def test_adopting_a_model_without_the_specials_fails_and_leaves_nothing(tmp_path):
+def test_adopting_a_model_without_the_specials_fails_and_leaves_nothing(tmp_path, tiny_tokenizer_path):
     import sentencepiece as spm
 
     from tests.support.corpus import tiny_corpus
@@ -50,21 +57,10 @@ def test_adopting_a_model_without_the_specials_fails_and_leaves_nothing(tmp_path
     )
     out = tmp_path / "out"
     cfg = prepare_config({"tokenizer": {"model_path": str(tmp_path / "plain.model")}})
+    build_tokenizer(prepare_config({"tokenizer": {"model_path": tiny_tokenizer_path}}), out)  # a previous build
     with pytest.raises(ValueError, match="control symbol"):
         build_tokenizer(cfg, out)
     assert not (out / "spm.model").exists() and not (out / "meta.json").exists()
-
-
-def test_cli_reports_a_missing_model_path_in_one_line(tmp_path, capsys):
-    from niels_gpt.command_line import run_cli
-
-    rc = run_cli(
-        main,
-        ["build-tokenizer", "--out-dir", str(tmp_path), "--set", f"tokenizer.model_path={tmp_path / 'nope.model'}"],
-    )
-    assert rc == 1
-    err = capsys.readouterr().err
-    assert err.startswith("error: tokenizer.model_path") and "Traceback" not in err
 
 
 def trained(tmp_path, name: str, **tokenizer) -> tuple:
