@@ -1,46 +1,17 @@
-"""Seed 001: primer as an SFT source - render + masking, deterministic split, `build-sft-primer` smoke, bad input."""
+"""Primer as an SFT source: render + masking of system/user/assistant, a deterministic split, and a
+`build-sft-primer` build smoke test."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
-import pytest
 
-from niels_gpt.cache.cli import main
 from niels_gpt.cache.meta import REQUIRED_SFT, read_meta
 from niels_gpt.chat_template import render_chat_sft
-from niels_gpt.command_line import run_cli
 from niels_gpt.splits import val_mask
 from tests.support.chats import random_chats
+from tests.support.primer import build_primer, write_primer
 
 N = 40
-
-
-def write_primer(path, chats):
-    path.write_text("".join(json.dumps({"messages": c}) + "\n" for c in chats), encoding="utf-8")
-    return path
-
-
-def build_primer(tmp_path, tok_path, primer, out="sft", seed=42, extra=()):
-    argv = [
-        "build-sft-primer",
-        "--primer-jsonl",
-        str(primer),
-        "--out-dir",
-        str(tmp_path / out),
-        "--seed",
-        str(seed),
-        "--val-frac",
-        "0.1",
-        "--t-max",
-        "1024",
-        "--tokenizer",
-        tok_path,
-        *extra,
-    ]
-    return run_cli(main, argv)
 
 
 def test_render_and_masking_sys_user_assistant(tiny_tokenizer):
@@ -88,38 +59,10 @@ def test_build_sft_primer_smoke(tiny_tokenizer, tiny_tokenizer_path, tmp_path, c
         assert (out / f"{split}_tokens.bin").stat().st_size > 0 and (out / f"{split}_idx.npy").exists()
     assert meta["train_examples"] + meta["val_examples"] == N and meta["val_examples"] == 4
     assert meta["provenance"]["path"] == str(primer)
-    printed = capsys.readouterr().out
-    assert f"train: {N - 4:,} examples" in printed and str(out / "train_tokens.bin") in printed
+    logged = capsys.readouterr().err  # the summary is a milestone: stderr
+    assert f"train: {N - 4:,} examples" in logged and str(out / "train_tokens.bin") in logged
     # the first train example is the first primer line not held out
     first = val_mask(N, 0.1, 42).index(False)
     tokens = np.fromfile(out / "train_tokens.bin", dtype="<u2")
     idx = np.load(out / "train_idx.npy")
     assert tokens[: idx[1]].tolist() == render_chat_sft(tiny_tokenizer, chats[first])[0]
-
-
-@pytest.mark.parametrize(
-    "line, reason",
-    [
-        ('{"messages": []}', "empty list"),
-        ('{"messages": [{"role": "user", "content": "hi"}]}', "no assistant message"),
-        ('{"messages": [{"role": "robot", "content": "hi"}]}', "unknown role"),
-        ("not json", "not valid JSON"),
-    ],
-)
-def test_malformed_primer_stops_with_file_line_reason_and_leaves_nothing(
-    tiny_tokenizer_path, tmp_path, capsys, line, reason
-):
-    primer = write_primer(tmp_path / "primer.jsonl", random_chats(3, seed=1))
-    assert build_primer(tmp_path, tiny_tokenizer_path, primer) == 0  # an old cache exists ...
-    with open(primer, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-    assert build_primer(tmp_path, tiny_tokenizer_path, primer) == 1
-    err = capsys.readouterr().err
-    assert f"{primer}:4:" in err and reason in err
-    assert not (tmp_path / "sft" / "primer").exists() or os.listdir(tmp_path / "sft" / "primer") == []
-
-
-def test_missing_primer_file_stops_the_build(tiny_tokenizer_path, tmp_path, capsys):
-    assert build_primer(tmp_path, tiny_tokenizer_path, tmp_path / "nope.jsonl") == 1
-    assert "nope.jsonl" in capsys.readouterr().err
-    assert not (tmp_path / "sft" / "primer").exists()

@@ -13,8 +13,15 @@ from __future__ import annotations
 import argparse
 
 from niels_gpt import layout
-from niels_gpt.command_line import add_config_args, add_num_threads_arg, resolve_config
+from niels_gpt.command_line import (
+    add_config_args,
+    add_num_threads_arg,
+    add_tokenizer_arg,
+    resolve_config,
+    tokenizer_path,
+)
 from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES
+from niels_gpt.log import log
 
 
 def register(sub) -> None:
@@ -25,7 +32,7 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--source", required=True, choices=PRETRAIN_SOURCES, help="pretrain source to build")
-    p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
+    add_tokenizer_arg(p)
     p.add_argument("--out-dir", default=None, help="cache folder (default: {cache_dir}/pretrain/{source})")
     add_num_threads_arg(p)
     p.add_argument(
@@ -58,7 +65,7 @@ def run_build_pretrain(args) -> int:
     build_pretrain_source(
         cfg,
         args.source,
-        tokenizer_path=args.tokenizer or layout.tokenizer_model(cfg["cache_dir"]),
+        tokenizer_path=tokenizer_path(args, cfg["cache_dir"]),
         out_dir=args.out_dir or layout.pretrain_dir(cfg["cache_dir"], args.source),
         num_threads=args.num_threads,
         num_parts=num_parts,
@@ -75,11 +82,11 @@ def run_merge_pretrain(args) -> int:
     out_dir = args.out_dir or layout.pretrain_dir(cfg["cache_dir"], args.source)
     parts_dir = args.parts_dir or f"{out_dir}/{layout.PARTS_DIR}"
     n = cfg["pretrain"]["num_parts"]
-    print(f"{args.source}: merging {n} parts from {parts_dir}")
+    log(f"{args.source}: merging {n} parts from {parts_dir}")
     meta = merge_pretrain_parts(
         parts_dir, out_dir, num_parts=n, shard_bytes=cfg["pretrain"]["shard_bytes"], source=args.source
     )
     for line in summary_lines(meta):
-        print(line)
-    print(f"wrote {out_dir}/{layout.META}")
+        log(line)
+    log(f"wrote {out_dir}/{layout.META}")
     return 0

@@ -9,7 +9,8 @@ max_val_tokens, val_doc_prob, shuffle_buffer), `pretrain.shard_bytes` and `seed`
 `part=k, num_parts=N` (N > 1; STREAMED_SOURCES only) builds part k of the scale-out into `out_dir`:
 part k of the stream, budgets and split seed from parts.py (part_budget, part_seed), the part
 recorded in meta's provenance["part"]; `parts.merge_pretrain_parts` joins the N parts.
-Used by the `build-pretrain` CLI, `build-all` and the Snakemake rules.
+Used by the `build-pretrain` CLI, `build-all` and the Snakemake rules; milestones go to `log`
+(default: niels_gpt.log.log, one line each on stderr).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import os
 from collections.abc import Callable
 
 from niels_gpt.data import registry
-from niels_gpt.layout import SPLITS
+from niels_gpt.layout import META, SPLITS
+from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget, part_record
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 
@@ -80,7 +82,7 @@ def _not_built(cfg: dict, source: str, out_dir: str, dataset: dict, log: Callabl
         provenance={"source": source},
         **dataset,
     )
-    log(f"{source}: not built ({reason}); wrote {out_dir}/meta.json")
+    log(f"{source}: not built ({reason}); wrote {out_dir}/{META}")
     return meta
 
 
@@ -91,7 +93,7 @@ def build_pretrain_source(
     tokenizer_path: str | os.PathLike,
     out_dir: str | os.PathLike,
     num_threads: int = -1,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = log_line,
     num_parts: int = 1,
     part: int | None = None,
 ) -> dict:
@@ -144,5 +146,5 @@ def build_pretrain_source(
         meta = build_pretrain_cache_presplit(inp.train, inp.val, out_dir, **common)
     for line in summary_lines(meta):
         log(line)
-    log(f"wrote {out_dir}/meta.json")
+    log(f"wrote {out_dir}/{META}")
     return meta

@@ -6,20 +6,22 @@
       --val-frac 0.1 --t-max 1024          (writes {out-dir}/primer/)
 
 Every setting is a config key (sources.<source>.*, sft.t_max, seed): --spec, --set or --config-file.
-`build-sft-primer` also takes its settings as the flags above and prints examples and tokens per split.
+`build-sft-primer` also takes its settings as the flags above. Both log examples and tokens per split
+(stderr).
 """
 
 from __future__ import annotations
 
-import argparse
-
 from niels_gpt import layout
-from niels_gpt.command_line import add_config_args, add_num_threads_arg, resolve_config
+from niels_gpt.command_line import (
+    add_config_args,
+    add_num_threads_arg,
+    add_tokenizer_arg,
+    resolve_config,
+    tokenizer_path,
+)
 from niels_gpt.data.registry import SFT_SOURCES
-
-
-def _tokenizer_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
+from niels_gpt.log import log
 
 
 def register(sub) -> None:
@@ -30,7 +32,7 @@ def register(sub) -> None:
         "(oasst1: by tree) with the seeded split, and write uint16 tokens + int64 offsets + meta.json.",
     )
     p.add_argument("--source", required=True, choices=SFT_SOURCES, help="which SFT source")
-    _tokenizer_flag(p)
+    add_tokenizer_arg(p)
     p.add_argument("--out-dir", default=None, help="output folder (default: {cache_dir}/sft/{source})")
     add_num_threads_arg(p)
     add_config_args(p)
@@ -47,7 +49,7 @@ def register(sub) -> None:
     q.add_argument(
         "--out-dir", default=None, help="SFT root; the cache goes to {out-dir}/primer (default: {cache_dir}/sft)"
     )
-    _tokenizer_flag(q)
+    add_tokenizer_arg(q)
     add_num_threads_arg(q)
     q.add_argument("--seed", type=int, default=None, help="split seed [seed]")
     q.add_argument("--val-frac", type=float, default=None, help="share of examples held out [sources.primer.val_frac]")
@@ -56,19 +58,18 @@ def register(sub) -> None:
     q.set_defaults(func=run_build_sft_primer)
 
 
-def _build(cfg: dict, source: str, tokenizer: str | None, out_dir: str, num_threads: int) -> int:
+def _build(args, cfg: dict, source: str, out_dir: str) -> int:
     from niels_gpt.sft.job import build_sft_source, format_summary
 
-    tokenizer = tokenizer or layout.tokenizer_model(cfg["cache_dir"])
-    meta = build_sft_source(cfg, source, tokenizer_path=tokenizer, out_dir=out_dir, num_threads=num_threads)
-    print(format_summary(meta, out_dir), flush=True)
+    tokenizer = tokenizer_path(args, cfg["cache_dir"])
+    meta = build_sft_source(cfg, source, tokenizer_path=tokenizer, out_dir=out_dir, num_threads=args.num_threads)
+    log(format_summary(meta, out_dir))
     return 0
 
 
 def run_build_sft(args) -> int:
     cfg = resolve_config(args)
-    out_dir = args.out_dir or layout.sft_dir(cfg["cache_dir"], args.source)
-    return _build(cfg, args.source, args.tokenizer, out_dir, args.num_threads)
+    return _build(args, cfg, args.source, args.out_dir or layout.sft_dir(cfg["cache_dir"], args.source))
 
 
 def run_build_sft_primer(args) -> int:
@@ -79,5 +80,5 @@ def run_build_sft_primer(args) -> int:
         "sft.t_max": args.t_max,
     }
     cfg = resolve_config(args, flags)
-    out_root = args.out_dir or f"{cfg['cache_dir']}/sft"
-    return _build(cfg, "primer", args.tokenizer, f"{out_root}/primer", args.num_threads)
+    out_dir = f"{args.out_dir}/primer" if args.out_dir else layout.sft_dir(cfg["cache_dir"], "primer")
+    return _build(args, cfg, "primer", out_dir)

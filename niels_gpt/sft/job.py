@@ -21,6 +21,7 @@ import os
 
 from niels_gpt import layout
 from niels_gpt.data import registry
+from niels_gpt.meta import is_built
 from niels_gpt.sft.windows import format_reasons
 from niels_gpt.sft.writer import build_sft_cache, remove_outputs, write_not_built
 
@@ -96,7 +97,7 @@ def build_sft_source(cfg: dict, source: str, *, tokenizer_path: str, out_dir: st
 def format_summary(meta: dict, out_dir: str) -> str:
     """A few lines for the log: examples / tokens / label tokens / dropped per split, and the paths."""
     source = meta.get("source")
-    if not meta.get("built", True):
+    if not is_built(meta):
         return f"sft/{source}: not built ({meta.get('reason')}) -> {os.path.join(out_dir, layout.META)}"
     lines = [f"sft/{source}: T_max={meta['T_max']:,}, truncation={meta['truncation']}, split by {meta['split_by']}"]
     for split, st in meta["splits"].items():

@@ -1,19 +1,18 @@
-"""build_pretrain_source (config -> loader -> writer) and the build-pretrain command."""
+"""build_pretrain_source (pretrain/job.py): config -> loader -> writer, disabled sources, and the config
+keys of every pretrain source seen in the shards."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from niels_gpt.cache.cli import main
-from niels_gpt.cache.meta import REQUIRED_PRETRAIN, check_required, read_meta
-from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.config import prepare_config
 from niels_gpt.data import registry
 from niels_gpt.data.registry import PretrainInput
 from niels_gpt.data.types import PretrainSample
+from niels_gpt.meta import REQUIRED_PRETRAIN, check_required, read_meta
 from niels_gpt.pretrain import job as pretrain_job
-from niels_gpt.splits import val_mask
+from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 from tests.support.corpus import tiny_corpus
 
 
@@ -81,84 +80,6 @@ def test_stream_source_uses_config_values_and_late_provenance(tmp_path, tiny_tok
     assert "train: 900 tokens in 8 shards" in lines[1] and lines[2].startswith("val: 100 tokens in 1 shard ")
 
 
-def test_cli_builds_roam_from_a_notes_folder(tmp_path, tiny_tokenizer_path, capsys):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for i, text in enumerate(tiny_corpus(20, seed=2)):
-        (notes / f"note{i:02d}.md").write_text(text, encoding="utf-8")
-    out = tmp_path / "cache"
-    rc = main(
-        [
-            "build-pretrain",
-            "--source",
-            "roam",
-            "--set",
-            f"sources.roam.root={notes}",
-            "--set",
-            "sources.roam.val_frac=0.2",
-            "--tokenizer",
-            tiny_tokenizer_path,
-            "--out-dir",
-            str(out),
-            "--set",
-            "sources.roam.max_val_tokens=1_00",
-            "--set",
-            "seed=5",
-            "--num-threads",
-            "1",
-            "--spec",
-            "{}",
-        ]
-    )
-    assert rc == 0
-    meta = read_meta(str(out / "meta.json"))
-    assert meta["built"] and meta["train_tokens"] > 0 and meta["val_tokens"] == 100 and meta["seed"] == 5
-    assert "pre-split" in meta["split_rule"] and meta["provenance"]["val_frac"] == 0.2
-    files = meta["provenance"]["files"]
-    assert (len(files["train"]), len(files["val"])) == (16, 4)  # a fifth of the 20 notes
-    assert set(files["val"]) == {f"note{i:02d}.md" for i, v in enumerate(val_mask(20, 0.2, 5)) if v}
-    printed = capsys.readouterr().out
-    assert f"train: {meta['train_tokens']:,} tokens in 1 shard" in printed
-
-
-def test_cli_refuses_a_key_the_source_does_not_have(tmp_path):
-    with pytest.raises(ValueError, match=r"unknown key 'sources.fineweb_edu.train_split'"):
-        main(
-            [
-                "build-pretrain",
-                "--source",
-                "fineweb_edu",
-                "--set",
-                "sources.fineweb_edu.train_split=train",
-                "--out-dir",
-                str(tmp_path),
-                "--spec",
-                "{}",
-            ]
-        )
-
-
-def test_cli_disabled_source(tmp_path, capsys):
-    assert (
-        main(
-            [
-                "build-pretrain",
-                "--source",
-                "gutenberg",
-                "--set",
-                "sources.gutenberg.enabled=false",
-                "--spec",
-                "{}",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
-    assert read_meta(str(tmp_path / "meta.json"))["built"] is False
-    assert "not built" in capsys.readouterr().out
-
-
 @pytest.mark.usefixtures("isolated_hf_cache")
 @pytest.mark.parametrize("strip_boilerplate", [True, False])
 def test_raw_gutenberg_books_lose_their_boilerplate_and_meta_counts_it(
@@ -204,27 +125,6 @@ def test_raw_gutenberg_books_lose_their_boilerplate_and_meta_counts_it(
         "boilerplate_chars_removed": removed,
     }
     assert sorted(decoded) == sorted(bodies)
-
-
-def test_cli_stops_on_a_split_that_would_be_empty(tmp_path, tiny_tokenizer_path):
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for i, text in enumerate(tiny_corpus(3, seed=2) + ["   \n", ""]):
-        (notes / f"note{i}.md").write_text(text, encoding="utf-8")
-    args = ["build-pretrain", "--source", "roam", "--set", f"sources.roam.root={notes}", "--spec", "{}"]
-    args += ["--tokenizer", tiny_tokenizer_path, "--out-dir", str(tmp_path / "out"), "--set", "seed=0"]
-    with pytest.raises(ValueError) as e:  # with seed 0 the one val file (of 5, val_frac 0.1) is a blank note
-        main(args)
-    assert str(e.value) == (
-        "roam: the val split would hold 0 tokens (documents read: 1, blank: 1; split by "
-        "sources.roam.val_frac=0.1). To fix: raise sources.roam.val_frac so val gets documents, or set "
-        "sources.roam.max_val_tokens: 0 to build without val on purpose"
-    )
-    assert not (tmp_path / "out" / "meta.json").exists()
-    assert main([*args, "--set", "sources.roam.max_val_tokens=0"]) == 0
-    assert read_meta(str(tmp_path / "out" / "meta.json"))["empty_splits"] == {
-        "val": "max_val_tokens is 0: built without val on purpose"
-    }
 
 
 # ---- config keys of the pretrain sources, seen in the shards ----

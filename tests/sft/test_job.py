@@ -1,22 +1,20 @@
-"""build_sft_source + `build-sft` / `build-sft-primer`: config -> registry -> the one writer; disabled sources."""
+"""build_sft_source (sft/job.py): config -> registry -> the one writer; disabled sources; the config keys of
+every SFT source, seen in the cache bytes."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 
-from niels_gpt.cache.cli import main
-from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import render_chat_sft
-from niels_gpt.command_line import run_cli
 from niels_gpt.config import prepare_config
 from niels_gpt.data import registry
 from niels_gpt.data.types import ChatMessage, ChatSample
 from niels_gpt.layout import sft_file_names as output_names
+from niels_gpt.meta import check_required, read_meta
 from niels_gpt.sft.job import build_sft_source
 from niels_gpt.splits import val_groups
+from tests.support.cache_files import read_sft_split
 from tests.support.chats import random_chats
 
 
@@ -59,64 +57,11 @@ def test_disabled_source_writes_not_built_meta_and_every_output(tiny_tokenizer_p
     meta = build_sft_source(cfg, source, tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path))
     assert meta["built"] is False and meta["reason"] == f"sources.{source}.enabled is false"
     assert read_meta(str(tmp_path / "meta.json")) == meta
+    check_required(meta)
+    assert meta["kind"] == "sft" and meta["eot_id"] is not None  # the model exists, so the header names it
     for name in output_names():
         assert (tmp_path / name).exists(), name  # every output the Snakemake rule declares
     assert np.load(tmp_path / "train_idx.npy").shape == (0,)
-
-
-def test_build_sft_primer_through_the_registry_with_spec(tiny_tokenizer_path, tmp_path):
-    primer = tmp_path / "p.jsonl"
-    primer.write_text("".join(json.dumps({"messages": c}) + "\n" for c in random_chats(30, seed=2)))
-    spec = json.dumps({"seed": 5, "sources": {"primer": {"jsonl": str(primer), "truncation": "head"}}})
-    out = tmp_path / "sft" / "primer"
-    argv = [
-        "build-sft",
-        "--source",
-        "primer",
-        "--tokenizer",
-        tiny_tokenizer_path,
-        "--out-dir",
-        str(out),
-        "--spec",
-        spec,
-    ]
-    assert run_cli(main, argv) == 0
-    meta = read_meta(str(out / "meta.json"))
-    assert meta["seed"] == 5 and meta["truncation"] == "head" and meta["train_examples"] + meta["val_examples"] == 30
-
-
-def test_build_sft_primer_flags_reach_the_cache(tiny_tokenizer_path, tmp_path, capsys):
-    primer = tmp_path / "p.jsonl"
-    primer.write_text("".join(json.dumps({"messages": c}) + "\n" for c in random_chats(40, seed=2)))
-    argv = [
-        "build-sft-primer",
-        "--primer-jsonl",
-        str(primer),
-        "--out-dir",
-        str(tmp_path / "sft"),
-        "--seed",
-        "9",
-        "--val-frac",
-        "0.25",
-        "--t-max",
-        "64",
-        "--tokenizer",
-        tiny_tokenizer_path,
-        "--spec",
-        "{}",
-    ]
-    assert run_cli(main, argv) == 0
-    meta = read_meta(str(tmp_path / "sft" / "primer" / "meta.json"))
-    assert (meta["seed"], meta["val_frac"], meta["T_max"]) == (9, 0.25, 64)
-    assert meta["val_examples"] + meta["num_dropped"]["val"] == 10  # a quarter of 40, by the seeded split
-    assert meta["provenance"]["path"] == str(primer)
-    printed = capsys.readouterr().out
-    assert f"train: {meta['train_examples']:,} examples" in printed and str(tmp_path / "sft" / "primer") in printed
-
-
-def test_a_key_of_another_source_is_refused_with_its_name(tmp_path):
-    with pytest.raises(ValueError, match=r"unknown key 'sources.primer.dataset_id'"):
-        main(["build-sft", "--source", "primer", "--set", "sources.primer.dataset_id=x/y", "--out-dir", str(tmp_path)])
 
 
 @pytest.mark.usefixtures("isolated_hf_cache")
@@ -145,13 +90,6 @@ def test_real_loaders_end_to_end(tiny_tokenizer, tiny_tokenizer_path, tmp_path, 
 # ---- config keys of the SFT sources, seen in the cache bytes ----
 
 
-def cached_examples(out, split: str = "train") -> list[list[int]]:
-    """Every example of one split of an SFT cache, as token ids."""
-    tokens = np.fromfile(out / f"{split}_tokens.bin", dtype="<u2")
-    starts = np.append(np.load(out / f"{split}_idx.npy"), len(tokens))
-    return [tokens[a:b].tolist() for a, b in zip(starts[:-1], starts[1:])]
-
-
 @pytest.fixture
 def demo_cfg(tmp_path, isolated_hf_cache):
     from tests.support.hub_files import write_demo_tree
@@ -167,7 +105,7 @@ def test_dolly_include_system_puts_the_system_message_first_in_every_example(
 
     demo_cfg["sources"]["dolly15k"].update(include_system=include_system, val_frac=0.0)
     build_sft_source(demo_cfg, "dolly15k", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / "d"))
-    examples = cached_examples(tmp_path / "d")
+    examples = read_sft_split(tmp_path / "d", "train")
     system = [tiny_tokenizer.special_ids["sys"], *tiny_tokenizer.encode(SYSTEM_PROMPT), tiny_tokenizer.eot_id]
     assert len(examples) == 4
     assert all((e[: len(system)] == system) == include_system for e in examples)
@@ -203,7 +141,7 @@ def test_oasst1_english_only_leaves_other_languages_and_their_subtrees_out(
 ):
     oasst_cfg["sources"]["oasst1"]["english_only"] = english_only
     meta = build_sft_source(oasst_cfg, "oasst1", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / "o"))
-    text = [tiny_tokenizer.decode([t for t in e if t > 4]) for e in cached_examples(tmp_path / "o")]
+    text = [tiny_tokenizer.decode([t for t in e if t > 4]) for e in read_sft_split(tmp_path / "o", "train")]
     assert len(text) == (2 if english_only else 4) == meta["train_examples"]
     assert sum("auf deutsch" in t for t in text) == (0 if english_only else 2)
     assert sum("second answer" in t for t in text) == (0 if english_only else 2)  # the subtree goes with it
@@ -216,7 +154,7 @@ def test_oasst1_max_messages_caps_the_messages_of_every_example(
     oasst_cfg["sources"]["oasst1"].update(max_messages=max_messages, english_only=False)
     build_sft_source(oasst_cfg, "oasst1", tokenizer_path=tiny_tokenizer_path, out_dir=str(tmp_path / "o"))
     roles = set(tiny_tokenizer.special_ids[r] for r in ("sys", "usr", "asst"))
-    counts = sorted(sum(t in roles for t in e) for e in cached_examples(tmp_path / "o"))
+    counts = sorted(sum(t in roles for t in e) for e in read_sft_split(tmp_path / "o", "train"))
     # threads: question + english answer (2 messages), question + german answer + follow-up + answer (4);
     # a cut ends on an assistant message, and a thread cut to an earlier one is emitted once
     assert counts == {2: [2, 2, 2, 2], 3: [2, 2, 2, 2], 4: [2, 2, 4, 4]}[max_messages]
@@ -232,7 +170,7 @@ def test_t_max_drops_examples_with_no_reply_token_in_the_kept_window(tiny_tokeni
         cfg = prepare_config({"sft": {"t_max": t_max}, "sources": {"oasst1": {"val_frac": 0.0}}})
         out = tmp_path / str(t_max)
         metas[t_max] = build_sft_source(cfg, "oasst1", tokenizer_path=tiny_tokenizer_path, out_dir=str(out))
-        assert len(cached_examples(out)) == metas[t_max]["train_examples"]
+        assert len(read_sft_split(out, "train")) == metas[t_max]["train_examples"]
     assert metas[16]["train_examples"] == 10 and metas[16]["num_dropped"]["train"] == 10  # head: no reply in 17 tokens
     assert metas[512]["train_examples"] == 20 and metas[512]["num_dropped"]["train"] == 0
 
