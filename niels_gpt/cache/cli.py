@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from niels_gpt import build_all
+from niels_gpt.cache import build_all
 from niels_gpt.command_line import run_cli
 from niels_gpt.inspection import cli as inspection_cli
 from niels_gpt.pretrain import cli as pretrain_cli

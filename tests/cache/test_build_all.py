@@ -86,7 +86,7 @@ def test_build_all_keeps_an_existing_tokenizer_unless_told_to_retrain(
     ]
 
     assert run_cli(main, args) == 0
-    assert f"tokenizer: keeping {model} (--retrain-tokenizer to train again)" in capsys.readouterr().out
+    assert f"tokenizer: keeping {model} (--retrain-tokenizer to train again)" in capsys.readouterr().err
     assert (
         model.read_bytes() == open(tiny_tokenizer_path, "rb").read()
         and not (cache / "tokenizer" / "meta.json").exists()
@@ -94,7 +94,7 @@ def test_build_all_keeps_an_existing_tokenizer_unless_told_to_retrain(
     assert used == [str(model)] * 4
 
     assert run_cli(main, [*args, "--retrain-tokenizer"]) == 0
-    assert "keeping" not in capsys.readouterr().out
+    assert "keeping" not in capsys.readouterr().err
     meta = json.loads((cache / "tokenizer" / "meta.json").read_text())
     assert meta["vocab_size"] == 454 and meta["sha256"] != tiny_tokenizer.sha256
     assert meta["trained_on"]["sample_chars_cap"] == 60_000

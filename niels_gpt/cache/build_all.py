@@ -4,7 +4,8 @@
 
 Order: tokenizer (kept if `{cache-dir}/tokenizer/spm.model` exists, unless --retrain-tokenizer),
 pretrain caches (disabled sources get a "not built" meta), SFT caches, byte streams. The same
-functions the Snakemake rules call; Snakemake adds incremental rebuilds and parallel jobs.
+functions the Snakemake rules call; Snakemake adds incremental rebuilds and parallel jobs. Milestones
+go to stderr (niels_gpt.log).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from niels_gpt import layout
 from niels_gpt.command_line import add_config_args, resolve_config
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
+from niels_gpt.log import log
 
 
 def register(sub) -> None:
@@ -43,16 +45,16 @@ def run(args) -> int:
     if args.retrain_tokenizer or not os.path.exists(model):
         build_tokenizer(cfg, layout.tokenizer_dir(root))
     else:
-        print(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
+        log(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
     for source in PRETRAIN_SOURCES:
-        print(f"== pretrain/{source}", flush=True)
+        log(f"== pretrain/{source}")
         build_pretrain_source(cfg, source, tokenizer_path=model, out_dir=layout.pretrain_dir(root, source))
     for source in SFT_SOURCES:
-        print(f"== sft/{source}", flush=True)
+        log(f"== sft/{source}")
         out_dir = layout.sft_dir(root, source)
-        print(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=out_dir), out_dir))
+        log(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=out_dir), out_dir))
     for source in cfg["streams"]["enabled_sources"]:
-        print(f"== streams/{source}", flush=True)
+        log(f"== streams/{source}")
         build_stream_from_config(cfg, source, layout.streams_dir(root))
-    print(f"build-all: done in {time.time() - started:.1f}s -> {root}/")
+    log(f"build-all: done in {time.time() - started:.1f}s -> {root}/")
     return 0
