@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from niels_gpt.data.hub import iter_rows, open_dataset
+from niels_gpt.data.hub import DataFiles, HubRead, iter_rows, open_dataset
 from niels_gpt.data.normalize import normalize_text
 from niels_gpt.data.types import ChatMessage, ChatSample
 
@@ -50,22 +50,18 @@ def iter_dolly_sft(
     include_system: bool = False,
     dataset_id: str = DATASET_ID,
     revision: str | None = None,
-    data_files: dict[str, str] | None = None,
+    data_files: DataFiles | None = None,
     provenance: dict | None = None,
+    read: HubRead | None = None,
 ) -> Iterator[ChatSample]:
-    """ChatSamples in row order, or in seeded torch.randperm order with shuffle=True; at most `take`."""
-    ds = open_dataset(
-        dataset_id,
-        None,
-        split=split,
-        streaming=False,
-        revision=revision,
-        data_files=data_files,
-        provenance=provenance,
-    )
+    """ChatSamples in row order, or in seeded torch.randperm order with shuffle=True; at most `take`.
+
+    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
+    instead of the keywords but `include_system` and `provenance`.
+    """
+    read = read or HubRead.from_keywords(locals())
+    ds = open_dataset(read, provenance)
     if provenance is not None:
-        provenance.update({"shuffle": shuffle, "seed": seed, "num_rows": len(ds)})
-    for index, row in iter_rows(
-        ds, dataset_id=dataset_id, take=take, shuffle=shuffle, seed=seed, provenance=provenance
-    ):
+        provenance.update({"shuffle": read.shuffle, "seed": read.seed, "num_rows": len(ds)})
+    for index, row in iter_rows(ds, read, provenance):
         yield dolly_row_to_chat(row, index, include_system=include_system)

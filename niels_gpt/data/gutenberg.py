@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
+from niels_gpt.data.hub import DataFiles, HubRead
 from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
 
@@ -94,30 +95,20 @@ def iter_gutenberg(
     take: int | None = None,
     config: str | None = None,
     revision: str | None = None,
-    data_files: dict[str, str] | None = None,
+    data_files: DataFiles | None = None,
     provenance: dict | None = None,
     num_parts: int = 1,
     part: int = 0,
     strip_boilerplate: bool = True,
+    read: HubRead | None = None,
 ) -> Iterator[PretrainSample]:
-    """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order."""
-    samples = iter_hub_text_samples(
-        dataset_id,
-        config,
-        source=SOURCE,
-        meta_fields=META_FIELDS,
-        split=split,
-        streaming=streaming,
-        shuffle=shuffle,
-        shuffle_buffer_size=shuffle_buffer_size,
-        seed=seed,
-        take=take,
-        revision=revision,
-        data_files=data_files,
-        provenance=provenance,
-        num_parts=num_parts,
-        part=part,
-    )
+    """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order.
+
+    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
+    instead of the keywords from `dataset_id` to `part` but `provenance`.
+    """
+    read = read or HubRead.from_keywords(locals())
+    samples = iter_hub_text_samples(read, source=SOURCE, meta_fields=META_FIELDS, provenance=provenance)
     if not strip_boilerplate:
         yield from samples
         return

@@ -1,23 +1,22 @@
 """The one place a loader opens a dataset: a hub id, or local files in the hub dataset's own schema.
 
-`open_dataset(dataset_id, config, split=..., streaming=..., revision=..., data_files=...)` calls
-`datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)` by default, and with
-`data_files={split: glob}` calls `datasets.load_dataset("parquet"|"json", data_files=, split=,
-streaming=)` instead (the builder follows the file extension). Either way the loader gets the same
-kind of object and applies the same row mapping, so the offline demo runs the real code path.
-Parquet files of one split that differ in shape (a column only some have, a nested column that is
-all-null in one file) are read with the union of their schemas (`unified_parquet_features`).
+`HubRead` holds every option of one read (dataset id, config, split, revision or local `data_files`,
+streaming, shuffle, seed, buffer size, take, part of N); the registry builds it from the config and it
+travels unchanged through a loader to `open_dataset(read)` and `iter_rows(ds, read)`.
 
-`iter_rows` wraps iteration: the shuffle (`IterableDataset.shuffle(seed=, buffer_size=)` when
-streaming, `torch.randperm` under a seeded Generator over row indices otherwise), `take` (stops
-pulling rows once it has enough), and the unreachable-hub error. With `num_parts=N, part=k` it first
-keeps part k of N disjoint parts (`shard_parts`: `ds.shard(num_shards=N, index=k)`, contiguous, BEFORE
-the shuffle): a streamed dataset splits by data file (it needs at least N files), a prepared one by rows.
+`open_dataset` calls `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)`, or, with
+`data_files` (any form `datasets` takes), `local_files.open_local`: the same kind of object from local
+files, so the offline demo runs the real code path.
+
+`iter_rows` keeps part k of N (`shard_parts`: `ds.shard(num_shards=N, index=k)`, contiguous, before the
+shuffle; a streamed dataset splits by data file), shuffles (`IterableDataset.shuffle(seed=, buffer_size=)`
+when streaming, `torch.randperm` under a seeded Generator over row indices otherwise) and stops after
+`take` rows.
 
 Provenance (a JSON-able dict the caller passes in and caches carry): dataset id, config, split,
-streaming, the revision asked for and the revision actually read, when `datasets` exposes it
-(the commit in the data file URLs `hf://datasets/<id>@<sha>/...` of a streamed dataset, or the
-commit directory of a prepared dataset's Arrow cache); for local files, each file and its sha256.
+streaming, the revision asked for and the revision actually read where `datasets` exposes it (the
+commit in a streamed dataset's data file URLs, or in a prepared dataset's Arrow cache path); for local
+files, each file and its sha256.
 
 Invariant: a hub dataset that cannot be reached raises `SourceUnavailableError` naming the dataset
 and the demo switch; nothing ever falls back to the sample data silently.
@@ -25,25 +24,15 @@ and the demo switch; nothing ever falls back to the sample data silently.
 
 from __future__ import annotations
 
-import glob
 import itertools
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
-from niels_gpt.hashing import sha256_file
-
-# datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
-# are parquet on the hub, except dolly-15k which is one jsonl file)
-BUILDER_BY_EXTENSION = {
-    ".parquet": "parquet",
-    ".jsonl": "json",
-    ".json": "json",
-    ".jsonl.gz": "json",
-    ".json.gz": "json",
-}
+from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -53,6 +42,55 @@ _CACHE_PATH_REVISION = re.compile(r"/(?P<sha>[0-9a-f]{40})/[^/]+\.arrow$")
 ROW_BATCH = 1024  # rows fetched per Arrow take when reading a prepared dataset in shuffled order
 
 DEMO_HINT = "offline? run with `--config demo=true` (Snakemake) or `--demo` (CLI) to use the bundled sample data"
+
+
+@dataclass(frozen=True)
+class HubRead:
+    """One read of one dataset split: what `open_dataset` loads and how `iter_rows` walks its rows.
+
+    `data_files` (local files in the dataset's own schema) replaces the hub and its `revision`.
+    `take` caps the rows (a loader whose samples are not rows caps its samples instead); part `part`
+    of `num_parts` is taken before the shuffle.
+    """
+
+    dataset_id: str
+    config: str | None = None
+    split: str = DEFAULT_SPLIT
+    revision: str | None = None
+    data_files: DataFiles | None = None
+    streaming: bool = False
+    shuffle: bool = False
+    seed: int = 42
+    shuffle_buffer_size: int = 10_000
+    take: int | None = None
+    num_parts: int = 1
+    part: int = 0
+
+    def __post_init__(self):
+        if self.take is not None and self.take < 0:
+            raise ValueError(f"take must be >= 0 or None, got {self.take}")
+        n, k = self.num_parts, self.part
+        if not isinstance(n, int) or n < 1 or not isinstance(k, int) or not 0 <= k < n:
+            raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={k!r}, num_parts={n!r}")
+        if self.data_files is not None:
+            data_files_by_split(self.data_files)  # a malformed value fails here, not at the first row
+
+    @classmethod
+    def from_keywords(cls, keywords: Mapping[str, Any], **renamed: str) -> HubRead:
+        """The read a loader's keyword arguments describe: `keywords` is the loader's `locals()` taken
+        before anything else (its arguments only); an argument named like a field sets that field, and
+        `renamed` gives the loader's own name of a field (fineweb-edu's config is `name`). Arguments
+        that are no field (provenance, the loader's own options) are left to the loader."""
+        names = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}
+        return cls(**{field: keywords[name] for field, name in names.items() if name in keywords})
+
+    @property
+    def local(self) -> bool:
+        return self.data_files is not None
+
+    def has_split(self, split: str) -> bool:
+        """True if the hub is read (any split may exist there) or the local files name `split`."""
+        return not self.local or split in data_files_by_split(self.data_files)
 
 
 class SourceUnavailableError(ConnectionError):
@@ -102,91 +140,26 @@ def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> Sour
     return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {exc}. {DEMO_HINT}.")
 
 
-def builder_for(path: str) -> str:
-    for ext, builder in BUILDER_BY_EXTENSION.items():
-        if path.endswith(ext):
-            return builder
-    raise ValueError(f"{path}: unsupported data file type; expected one of {', '.join(BUILDER_BY_EXTENSION)}")
-
-
-def expand_data_files(pattern: str, *, split: str, dataset_id: str) -> list[str]:
-    """The files a glob matches, sorted (the read order); FileNotFoundError when there are none."""
-    files = sorted(glob.glob(pattern, recursive=True))
-    if not files:
-        raise FileNotFoundError(
-            f"{pattern}: no local data files for {dataset_id!r} split {split!r} "
-            f"(check sources.*.demo_data_files, or generate the bundled sample data)"
-        )
-    return files
-
-
-def unified_parquet_features(files: list[str]):
-    """`datasets.Features` covering every file's columns, or None when all files share one schema.
-
-    Files of one split may differ in shape, as real exports do: a column only some files have
-    (fineweb-edu's `date`), or a nested column typed struct in one file and all-null in another
-    (oasst1's `emojis`, `labels`, `detoxify`). `datasets` casts every file to the first file's schema
-    and fails on such a mix; the union (pyarrow's permissive unification: a missing column or a null
-    type takes the other files' type) reads them all, missing values as None. Reads the footers only.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from datasets import Features
-
-    schemas = [pq.read_schema(f).remove_metadata() for f in files]
-    if all(s.equals(schemas[0]) for s in schemas[1:]):
-        return None
-    try:
-        union = pa.unify_schemas(schemas, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise ValueError(f"{', '.join(files)}: the files' columns cannot be read as one table ({e})") from None
-    return Features.from_arrow_schema(union)
-
-
-def open_dataset(
-    dataset_id: str,
-    config: str | None = None,
-    *,
-    split: str,
-    streaming: bool,
-    revision: str | None = None,
-    data_files: dict[str, str] | None = None,
-    provenance: dict | None = None,
-):
-    """A `datasets.Dataset` / `IterableDataset` of one split; `provenance` (if given) is filled in."""
+def open_dataset(read: HubRead, provenance: dict | None = None):
+    """A `datasets.Dataset` / `IterableDataset` of `read.split`; `provenance` (if given) is filled in."""
     import datasets
 
     prov = provenance if provenance is not None else {}
-    prov.update({"dataset_id": dataset_id, "config": config, "split": split, "streaming": streaming})
-    if data_files is not None:
-        if split not in data_files:
-            raise ValueError(
-                f"local data files for {dataset_id!r} have no split {split!r} (splits: {', '.join(sorted(data_files))})"
-            )
-        files = expand_data_files(data_files[split], split=split, dataset_id=dataset_id)
-        builders = sorted({builder_for(f) for f in files})
-        if len(builders) != 1:
-            raise ValueError(f"{data_files[split]}: mixes file types {builders}; use one format per split")
-        prov.update(
-            {
-                "local": True,
-                "builder": builders[0],
-                "data_files": [{"path": f, "sha256": sha256_file(f)} for f in files],
-                "revision": None,
-            }
-        )
-        features = unified_parquet_features(files) if builders[0] == "parquet" else None
-        return datasets.load_dataset(
-            builders[0], data_files={split: files}, split=split, streaming=streaming, features=features
-        )
-    prov.update({"local": False, "revision_requested": revision, "revision": None})
+    prov.update(
+        {"dataset_id": read.dataset_id, "config": read.config, "split": read.split, "streaming": read.streaming}
+    )
+    if read.local:
+        return open_local(read, prov)
+    prov.update({"local": False, "revision_requested": read.revision, "revision": None})
     try:
-        ds = datasets.load_dataset(dataset_id, config, split=split, streaming=streaming, revision=revision)
+        ds = datasets.load_dataset(
+            read.dataset_id, read.config, split=read.split, streaming=read.streaming, revision=read.revision
+        )
     except Exception as e:
         if is_unreachable_error(e):
-            raise unavailable(dataset_id, config, e) from e
+            raise unavailable(read.dataset_id, read.config, e) from e
         raise
-    prov.update(resolved_revision(ds, dataset_id))
+    prov.update(resolved_revision(ds, read.dataset_id))
     return ds
 
 
@@ -226,24 +199,21 @@ def row_order(n: int, *, shuffle: bool, seed: int) -> list[int]:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
 
 
-def shard_parts(ds: Any, *, num_parts: int, part: int, dataset_id: str, provenance: dict | None = None) -> Any:
-    """Part `part` of `num_parts` disjoint, together covering parts of `ds` (`ds` itself when num_parts == 1).
+def shard_parts(ds: Any, read: HubRead, provenance: dict | None = None) -> Any:
+    """Part `read.part` of `read.num_parts` disjoint, together covering parts of `ds` (`ds` itself for one).
 
     `datasets`' `shard(num_shards=N, index=k)` with contiguous blocks: the parts in order 0..N-1 are the
     dataset in its order. A streamed dataset is split by data file (`ds.num_shards` of them; the first
     `num_shards % N` parts get one more), so it needs at least N files: fewer is a ValueError naming both.
     """
-    if not isinstance(num_parts, int) or num_parts < 1 or not isinstance(part, int) or not 0 <= part < num_parts:
-        raise ValueError(
-            f"part must be in 0..num_parts-1 with num_parts >= 1, got part={part!r}, num_parts={num_parts!r}"
-        )
+    num_parts, part = read.num_parts, read.part
     if num_parts == 1:
         return ds
     n_files = getattr(ds, "num_shards", None)  # only a streamed dataset has it; a prepared one splits by rows
     if n_files is not None and n_files < num_parts:
         raise ValueError(
-            f"{dataset_id!r} has {n_files} data file(s) (datasets' num_shards) but {num_parts} parts were asked for: "
-            f"a streamed dataset splits by file; set pretrain.num_parts <= {n_files}"
+            f"{read.dataset_id!r} has {n_files} data file(s) (datasets' num_shards) but {num_parts} parts were "
+            f"asked for: a streamed dataset splits by file; set pretrain.num_parts <= {n_files}"
         )
     shard = ds.shard(num_shards=num_parts, index=part, contiguous=True)
     if provenance is not None:
@@ -272,46 +242,27 @@ def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterato
             yield index, {name: columns[name][j] for name in names}
 
 
-def iter_rows(
-    ds: Any,
-    *,
-    dataset_id: str,
-    config: str | None = None,
-    take: int | None = None,
-    shuffle: bool = False,
-    seed: int = 42,
-    shuffle_buffer_size: int = 10_000,
-    provenance: dict | None = None,
-    num_parts: int = 1,
-    part: int = 0,
-) -> Iterator[tuple[int, dict]]:
-    """(index, row) pairs of part `part` of `num_parts` (`shard_parts`; all rows by default), optionally
-    shuffled, at most `take` of them.
+def iter_rows(ds: Any, read: HubRead, provenance: dict | None = None) -> Iterator[tuple[int, dict]]:
+    """(index, row) pairs of part `read.part` of `read.num_parts` (`shard_parts`), shuffled if
+    `read.shuffle`, at most `read.take` of them.
 
     A streamed dataset is shuffled with `IterableDataset.shuffle(seed=, buffer_size=)` and `index` is
     the position in the stream; a prepared dataset is read in `row_order` and `index` is the row's
     own index. `take` stops pulling rows as soon as it is reached. A connection error while reading
     becomes `SourceUnavailableError` (local files are never mapped: their errors name the file).
     """
-    if take is not None and take < 0:
-        raise ValueError(f"take must be >= 0 or None, got {take}")
-    local = bool(provenance and provenance.get("local"))
     from datasets import IterableDataset
 
-    ds = shard_parts(ds, num_parts=num_parts, part=part, dataset_id=dataset_id, provenance=provenance)
-
-    if not isinstance(ds, IterableDataset):
-        if shuffle:
-            rows = _rows_in_order(ds, row_order(len(ds), shuffle=True, seed=seed)[:take])
-        else:
-            rows = enumerate(ds if take is None else itertools.islice(ds, take))
+    ds = shard_parts(ds, read, provenance)
+    if read.shuffle and not isinstance(ds, IterableDataset):
+        rows = _rows_in_order(ds, row_order(len(ds), shuffle=True, seed=read.seed)[: read.take])
     else:
-        if shuffle:
-            ds = ds.shuffle(seed=seed, buffer_size=shuffle_buffer_size)
-        rows = enumerate(ds if take is None else itertools.islice(ds, take))
+        if read.shuffle:
+            ds = ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size)
+        rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
     try:
         yield from rows
     except Exception as e:
-        if not local and is_unreachable_error(e):
-            raise unavailable(dataset_id, config, e) from e
+        if not read.local and is_unreachable_error(e):
+            raise unavailable(read.dataset_id, read.config, e) from e
         raise

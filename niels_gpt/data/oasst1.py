@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from niels_gpt.data.hub import iter_rows, open_dataset, row_order
+from niels_gpt.data.hub import DataFiles, HubRead, iter_rows, open_dataset, row_order
 from niels_gpt.data.normalize import normalize_text
 from niels_gpt.data.types import ChatMessage, ChatSample
 
@@ -136,34 +136,39 @@ def iter_oasst1_sft(
     max_messages: int = 32,
     dataset_id: str = DATASET_ID,
     revision: str | None = None,
-    data_files: dict[str, str] | None = None,
+    data_files: DataFiles | None = None,
     provenance: dict | None = None,
+    read: HubRead | None = None,
 ) -> Iterator[ChatSample]:
-    """Threads of `split`, tree by tree (at most `take_trees` trees). Reads the whole split (~85k rows)."""
-    ds = open_dataset(
-        dataset_id,
-        None,
-        split=split,
-        streaming=False,
-        revision=revision,
-        data_files=data_files,
-        provenance=provenance,
-    )
+    """Threads of `split`, tree by tree (at most `take_trees` trees). Reads the whole split (~85k rows).
+
+    `read` (a HubRead, what the registry passes) holds the hub options at once; given, it is used
+    instead of `split`, `seed`, `dataset_id`, `revision` and `data_files`. Its rows are read whole and
+    in order (trees are shuffled and taken, not rows): a read with `shuffle` or `take` is refused.
+    """
+    read = read or HubRead.from_keywords(locals())
+    if read.shuffle or read.take is not None:
+        raise ValueError(
+            "oasst1 reads every row to rebuild its trees; shuffle and take trees with shuffle_trees/take_trees"
+        )
+    ds = open_dataset(read, provenance)
     missing = [c for c in ("message_id", "parent_id", "role", "text") if c not in ds.column_names]
     if missing:
-        raise ValueError(f"{dataset_id} split {split!r}: missing column(s) {missing}; columns: {ds.column_names}")
+        raise ValueError(
+            f"{read.dataset_id} split {read.split!r}: missing column(s) {missing}; columns: {ds.column_names}"
+        )
     ds = ds.select_columns([c for c in COLUMNS if c in ds.column_names])
-    records = (row for _, row in iter_rows(ds, dataset_id=dataset_id, provenance=provenance))
+    records = (row for _, row in iter_rows(ds, read, provenance))
     stats: dict = {}
     samples = reconstruct_threads(records, english_only=english_only, max_messages=max_messages, stats=stats)
-    trees = order_trees(samples, shuffle_trees=shuffle_trees, seed=seed)
+    trees = order_trees(samples, shuffle_trees=shuffle_trees, seed=read.seed)
     if provenance is not None:
         provenance.update(
             {
                 "english_only": english_only,
                 "max_messages": max_messages,
                 "shuffle_trees": shuffle_trees,
-                "seed": seed,
+                "seed": read.seed,
                 "trees": len(trees),
                 **{f"num_{k}": v for k, v in stats.items()},
             }

@@ -2,9 +2,9 @@
 
 Every other part of the pipeline (the rules, the jobs, the CLIs, the config checks) takes its source
 names from the tuples below. `cfg` is the validated dict of `niels_gpt.config.prepare_config`
-(`sources.*` keys of config_schema.yaml). Demo routing lives here and only here: with `cfg["demo"]`,
-hub sources read `sources.<name>.demo_data_files` through the same `hub.open_dataset` path, and roam
-reads `demo_root`.
+(`sources.*` keys of config_schema.yaml). Demo routing lives here and only here: `hub_read(cfg, source)`
+is the one `hub.HubRead` of a hub source, and with `cfg["demo"]` it reads `sources.<name>.demo_data_files`
+through the same `hub.open_dataset` path; roam reads `demo_root`.
 
 - `pretrain_input(cfg, source)`: a `PretrainInput`; fineweb_edu / gutenberg are one seeded,
   buffer-shuffled "stream" (the writer assigns val by its seeded rule); wikitext (one sample per
@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from niels_gpt.data.hub import HubRead
+from niels_gpt.data.local_files import data_files_by_split
 from niels_gpt.data.types import ChatSample, PretrainSample
 
 PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
@@ -67,12 +69,19 @@ def _check(source: str, allowed: tuple[str, ...], what: str) -> None:
         raise ValueError(f"unknown {what}source {source!r}; expected one of {', '.join(allowed)}")
 
 
-def _hub_kwargs(cfg: dict, source: str) -> dict:
-    """dataset_id / revision / data_files of a hub source, demo routing applied."""
+def hub_read(cfg: dict, source: str) -> HubRead:
+    """How a hub source is read, from its config section: dataset, config, split (wikitext: its train
+    split), revision and seed; STREAMED_SOURCES stream with their buffer shuffle (none for a buffer of 0).
+    With cfg["demo"], the source's demo_data_files replace the hub and its revision."""
+    _check(source, HUB_SOURCES, "hub ")
     s = cfg["sources"][source]
-    if cfg["demo"]:
-        return {"dataset_id": s["dataset_id"], "revision": None, "data_files": dict(s["demo_data_files"])}
-    return {"dataset_id": s["dataset_id"], "revision": s["revision"], "data_files": None}
+    where = {"data_files": s["demo_data_files"]} if cfg["demo"] else {"revision": s["revision"]}
+    split = s["train_split"] if source == "wikitext" else s["split"]
+    read = HubRead(s["dataset_id"], s.get("config"), split=split, seed=cfg["seed"], **where)
+    if source not in STREAMED_SOURCES:
+        return read
+    buffer = s["shuffle_buffer"]
+    return replace(read, streaming=True, shuffle=buffer > 0, shuffle_buffer_size=max(buffer, 1))
 
 
 def roam_root(cfg: dict) -> str:
@@ -80,35 +89,21 @@ def roam_root(cfg: dict) -> str:
     return s["demo_root"] if cfg["demo"] else s["root"]
 
 
-def _stream(cfg: dict, source: str, prov: dict, num_parts: int, part: int) -> Iterator:
-    s = cfg["sources"][source]
-    common = dict(
-        split=s["split"],
-        streaming=True,
-        shuffle=s["shuffle_buffer"] > 0,
-        shuffle_buffer_size=max(s["shuffle_buffer"], 1),
-        seed=cfg["seed"],
-        provenance=prov,
-        num_parts=num_parts,
-        part=part,
-        **_hub_kwargs(cfg, source),
-    )
+def _stream(cfg: dict, source: str, read: HubRead, prov: dict) -> Iterator:
     if source == "fineweb_edu":
         from niels_gpt.data.fineweb_edu import iter_fineweb_edu
 
-        return iter_fineweb_edu(name=s["config"], **common)
+        return iter_fineweb_edu(read=read, provenance=prov)
     from niels_gpt.data.gutenberg import iter_gutenberg
 
-    return iter_gutenberg(config=s["config"], strip_boilerplate=s["strip_boilerplate"], **common)
+    strip = cfg["sources"]["gutenberg"]["strip_boilerplate"]
+    return iter_gutenberg(read=read, strip_boilerplate=strip, provenance=prov)
 
 
-def _wikitext_articles(cfg: dict, split_key: str, prov: dict) -> Iterator:
-    from niels_gpt.data.wikitext import iter_wikitext_articles
+def _wikitext_articles(read: HubRead, split: str, prov: dict) -> Iterator:
+    from niels_gpt.data.wikitext import iter_wikitext, wikitext_articles
 
-    s = cfg["sources"]["wikitext"]
-    return iter_wikitext_articles(
-        config=s["config"], split=s[split_key], provenance=prov, **_hub_kwargs(cfg, "wikitext")
-    )
+    return wikitext_articles(iter_wikitext(read=replace(read, split=split), provenance=prov))
 
 
 def _roam_split(cfg: dict) -> tuple[list[str], list[str]]:
@@ -117,14 +112,13 @@ def _roam_split(cfg: dict) -> tuple[list[str], list[str]]:
     return split_roam_paths(list_roam_paths(roam_root(cfg)), cfg["sources"]["roam"]["val_frac"], cfg["seed"])
 
 
-def _static_provenance(cfg: dict, source: str) -> dict:
+def _static_provenance(cfg: dict, source: str, read: HubRead) -> dict:
     """What is known before reading: the dataset asked for (the resolved revision comes later)."""
     s = cfg["sources"][source]
     prov = {"source": source, "demo": bool(cfg["demo"]), "dataset_id": s["dataset_id"], "config": s.get("config")}
-    hub = _hub_kwargs(cfg, source)
-    prov["revision_requested"] = hub["revision"]
-    if hub["data_files"] is not None:
-        prov["data_files_globs"] = hub["data_files"]
+    prov["revision_requested"] = read.revision
+    if read.local:
+        prov["data_files_globs"] = read.data_files
     return prov
 
 
@@ -140,20 +134,22 @@ def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0)
         )
     if source in STREAMED_SOURCES:
         s = cfg["sources"][source]
-        prov = _static_provenance(cfg, source)
+        read = replace(hub_read(cfg, source), num_parts=num_parts, part=part)
+        prov = _static_provenance(cfg, source, read)
         prov.update(
             {"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]}
         )
         prov["stream"] = {}
-        stream = _Lazy(lambda: _stream(cfg, source, prov["stream"], num_parts, part))
+        stream = _Lazy(lambda: _stream(cfg, source, read, prov["stream"]))
         return PretrainInput("stream", stream, None, None, prov)
     if source == "wikitext":
         s = cfg["sources"]["wikitext"]
-        prov = _static_provenance(cfg, source)
+        read = hub_read(cfg, source)
+        prov = _static_provenance(cfg, source, read)
         prov.update({"splits": {"train": s["train_split"], "val": s["val_split"]}, "streaming": False})
         prov["train"], prov["val"] = {}, {}
-        train = _Lazy(lambda: _wikitext_articles(cfg, "train_split", prov["train"]))
-        val = _Lazy(lambda: _wikitext_articles(cfg, "val_split", prov["val"]))
+        train = _Lazy(lambda: _wikitext_articles(read, s["train_split"], prov["train"]))
+        val = _Lazy(lambda: _wikitext_articles(read, s["val_split"], prov["val"]))
         prov["document"] = "article: lines from a ' = Title = ' heading to the next, joined with '\\n'"
         return PretrainInput("presplit", None, train, val, prov)
     from niels_gpt.data.roam import iter_roam
@@ -195,27 +191,13 @@ def sft_input(cfg: dict, source: str) -> tuple[Iterator[ChatSample], dict]:
     if source == "dolly15k":
         from niels_gpt.data.dolly import iter_dolly_sft
 
-        samples = iter_dolly_sft(
-            split=s["split"],
-            seed=cfg["seed"],
-            shuffle=False,
-            include_system=s["include_system"],
-            provenance=prov,
-            **_hub_kwargs(cfg, source),
-        )
+        samples = iter_dolly_sft(read=hub_read(cfg, source), include_system=s["include_system"], provenance=prov)
         return _grouped(samples, "index"), prov
     if source == "oasst1":
         from niels_gpt.data.oasst1 import iter_oasst1_sft
 
-        samples = iter_oasst1_sft(
-            split=s["split"],
-            seed=cfg["seed"],
-            shuffle_trees=False,
-            english_only=s["english_only"],
-            max_messages=s["max_messages"],
-            provenance=prov,
-            **_hub_kwargs(cfg, source),
-        )
+        options = {"english_only": s["english_only"], "max_messages": s["max_messages"]}
+        samples = iter_oasst1_sft(read=hub_read(cfg, source), shuffle_trees=False, provenance=prov, **options)
         return _grouped(samples, "message_tree_id"), prov
     return _primer_samples(s["jsonl"], prov), prov
 
@@ -242,7 +224,7 @@ def wikitext_lines(cfg: dict) -> dict[str, list[str]]:
 
     s = cfg["sources"]["wikitext"]
     splits = {"train": s["train_split"], "val": s["val_split"], "test": "test"}
-    return load_wikitext(config=s["config"], splits=splits, **_hub_kwargs(cfg, "wikitext"))
+    return load_wikitext(read=hub_read(cfg, "wikitext"), splits=splits)
 
 
 def source_input_files(cfg: dict, source: str) -> list[str]:
@@ -251,8 +233,8 @@ def source_input_files(cfg: dict, source: str) -> list[str]:
     if source in HUB_SOURCES:
         if not cfg["demo"]:
             return []
-        patterns = cfg["sources"][source]["demo_data_files"].values()
-        return sorted({f for p in patterns for f in glob.glob(p, recursive=True)})
+        splits = data_files_by_split(cfg["sources"][source]["demo_data_files"]).values()
+        return sorted({f for patterns in splits for p in patterns for f in glob.glob(p, recursive=True)})
     if source == "roam":
         from niels_gpt.data.roam import find_notes
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
+from niels_gpt.data.hub import HubRead, iter_rows, open_dataset
 from niels_gpt.data.normalize import normalize_text
 from niels_gpt.data.types import PretrainSample
 
@@ -39,51 +40,13 @@ def pretrain_samples(
 
 
 def iter_hub_text_samples(
-    dataset_id: str,
-    config: str | None,
-    *,
-    source: str,
-    meta_fields: tuple[str, ...],
-    split: str,
-    streaming: bool,
-    shuffle: bool,
-    shuffle_buffer_size: int,
-    seed: int,
-    take: int | None,
-    revision: str | None,
-    data_files: dict[str, str] | None,
-    provenance: dict | None,
-    num_parts: int = 1,
-    part: int = 0,
+    read: HubRead, *, source: str, meta_fields: tuple[str, ...], provenance: dict | None = None
 ) -> Iterator[PretrainSample]:
-    """The one read path of the streamed text sources (fineweb-edu, gutenberg): open the dataset
-    (hub or local files), record the shuffle in `provenance`, keep part `part` of `num_parts` (all by
-    default; `hub.shard_parts`, before the shuffle), shuffle/take rows, map them to samples."""
-    from niels_gpt.data.hub import iter_rows, open_dataset
-
-    ds = open_dataset(
-        dataset_id,
-        config,
-        split=split,
-        streaming=streaming,
-        revision=revision,
-        data_files=data_files,
-        provenance=provenance,
-    )
+    """The one read path of the streamed text sources (fineweb-edu, gutenberg): open the dataset (hub or
+    local files), record the shuffle in `provenance`, walk the rows (`hub.iter_rows`: the part, the
+    shuffle, take), map them to samples. Nothing is opened before the first sample is asked for."""
+    ds = open_dataset(read, provenance)
     if provenance is not None:
-        provenance.update(
-            {"shuffle": shuffle, "shuffle_buffer_size": shuffle_buffer_size if shuffle else 0, "seed": seed}
-        )
-    rows = iter_rows(
-        ds,
-        dataset_id=dataset_id,
-        config=config,
-        take=take,
-        shuffle=shuffle,
-        seed=seed,
-        shuffle_buffer_size=shuffle_buffer_size,
-        provenance=provenance,
-        num_parts=num_parts,
-        part=part,
-    )
-    yield from pretrain_samples(rows, source=source, meta_fields=meta_fields)
+        buffer = read.shuffle_buffer_size if read.shuffle else 0
+        provenance.update({"shuffle": read.shuffle, "shuffle_buffer_size": buffer, "seed": read.seed})
+    yield from pretrain_samples(iter_rows(ds, read, provenance), source=source, meta_fields=meta_fields)

@@ -6,16 +6,20 @@ are dropped. Nothing else is cleaned.
 
 - `iter_wikitext`: one PretrainSample per non-empty line.
 - `load_wikitext` (the wiki byte stream): {"train", "val", "test"} -> list of non-empty lines.
-- `iter_wikitext_articles`: one PretrainSample per article; an article starts at a top-level
-  heading line ` = Title = ` (exactly one "=" on each side; ` = = Section = = ` is not one) and is
-  its lines joined with "\n". Lines before the first heading form an article of their own.
+- `wikitext_articles(lines)`: those lines grouped, one PretrainSample per article; an article starts
+  at a top-level heading line ` = Title = ` (exactly one "=" on each side; ` = = Section = = ` is not
+  one) and is its lines joined with "\n". Lines before the first heading form an article of their own.
+
+Rows are read whole and in order (lines make up articles): `take` counts samples, and a read with
+`shuffle` is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
-from niels_gpt.data.hub import iter_rows, open_dataset
+from niels_gpt.data.hub import DataFiles, HubRead, iter_rows, open_dataset
 from niels_gpt.data.normalize import is_blank, normalize_text
 from niels_gpt.data.text_fields import select_text_field
 from niels_gpt.data.types import PretrainSample
@@ -32,19 +36,14 @@ def is_article_heading(line: str) -> bool:
     return len(s) >= 5 and s.startswith("= ") and s.endswith(" =") and not s.startswith("= =") and not s.endswith("= =")
 
 
-def _lines(dataset_id, config, split, revision, data_files, provenance, take) -> Iterator[tuple[int, str]]:
-    ds = open_dataset(
-        dataset_id,
-        config,
-        split=split,
-        streaming=False,
-        revision=revision,
-        data_files=data_files,
-        provenance=provenance,
-    )
+def _lines(read: HubRead, provenance: dict | None) -> Iterator[tuple[int, str]]:
+    """(row index, line) of the non-empty lines of `read.split`, in row order; at most `read.take`."""
+    if read.shuffle:
+        raise ValueError("wikitext is read in row order (its lines make up articles): a shuffled read is refused")
+    ds = open_dataset(read, provenance)
     n = 0
-    for index, row in iter_rows(ds, dataset_id=dataset_id, config=config, provenance=provenance):
-        if take is not None and n >= take:
+    for index, row in iter_rows(ds, replace(read, take=None), provenance):
+        if read.take is not None and n >= read.take:
             return
         text = select_text_field(row)
         if text.endswith("\n"):
@@ -62,46 +61,41 @@ def iter_wikitext(
     take: int | None = None,
     dataset_id: str = DATASET_ID,
     revision: str | None = None,
-    data_files: dict[str, str] | None = None,
+    data_files: DataFiles | None = None,
     provenance: dict | None = None,
+    read: HubRead | None = None,
 ) -> Iterator[PretrainSample]:
-    """One PretrainSample per non-empty line, meta={"index": hub row index}; at most `take`."""
-    for index, line in _lines(dataset_id, config, split, revision, data_files, provenance, take):
+    """One PretrainSample per non-empty line, meta={"index": hub row index}; at most `take`.
+
+    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
+    instead of the other keywords but `provenance`.
+    """
+    read = read or HubRead.from_keywords(locals())
+    for index, line in _lines(read, provenance):
         yield PretrainSample(text=line, source=SOURCE, meta={"index": index})
 
 
-def iter_wikitext_articles(
-    *,
-    config: str = CONFIG,
-    split: str = "train",
-    take: int | None = None,
-    dataset_id: str = DATASET_ID,
-    revision: str | None = None,
-    data_files: dict[str, str] | None = None,
-    provenance: dict | None = None,
-) -> Iterator[PretrainSample]:
-    """One PretrainSample per article (lines joined with "\\n"), meta={"article", "title", "first_row"}."""
-    lines: list[str] = []
-    first_row = 0
+def wikitext_articles(lines: Iterable[PretrainSample], *, take: int | None = None) -> Iterator[PretrainSample]:
+    """`iter_wikitext`'s lines as articles (lines joined with "\\n"), meta={"article", "title", "first_row"};
+    at most `take`."""
+    group: list[PretrainSample] = []
     count = 0
 
     def article() -> PretrainSample:
-        title = lines[0].strip().strip("=").strip() if is_article_heading(lines[0]) else None
-        return PretrainSample(
-            text="\n".join(lines), source=SOURCE, meta={"article": count, "title": title, "first_row": first_row}
-        )
+        first = group[0].text
+        title = first.strip().strip("=").strip() if is_article_heading(first) else None
+        meta = {"article": count, "title": title, "first_row": group[0].meta["index"]}
+        return PretrainSample(text="\n".join(line.text for line in group), source=SOURCE, meta=meta)
 
-    for index, line in _lines(dataset_id, config, split, revision, data_files, provenance, None):
-        if is_article_heading(line) and lines:
+    for line in lines:
+        if is_article_heading(line.text) and group:
             if take is not None and count >= take:
                 return
             yield article()
             count += 1
-            lines = []
-        if not lines:
-            first_row = index
-        lines.append(line)
-    if lines and (take is None or count < take):
+            group = []
+        group.append(line)
+    if group and (take is None or count < take):
         yield article()
 
 
@@ -110,23 +104,24 @@ def load_wikitext(
     config: str = CONFIG,
     dataset_id: str = DATASET_ID,
     revision: str | None = None,
-    data_files: dict[str, str] | None = None,
+    data_files: DataFiles | None = None,
     splits: dict[str, str] | None = None,
     provenance: dict | None = None,
+    read: HubRead | None = None,
 ) -> dict[str, list[str]]:
     """{"train", "val", "test"} -> non-empty lines. `splits` maps these keys to hub splits.
 
-    With `data_files`, a key whose hub split has no files gets []. `provenance`, if given, gets one
-    entry per key.
+    With local data files, a key whose hub split has no files gets []. `provenance`, if given, gets
+    one entry per key. `read` (a HubRead) holds the hub options at once (its split is not used).
     """
-    splits = splits or SPLIT_NAMES
+    read = read or HubRead.from_keywords(locals())
     out: dict[str, list[str]] = {}
-    for key, split in splits.items():
-        if data_files is not None and split not in data_files:
+    for key, split in (splits or SPLIT_NAMES).items():
+        if not read.has_split(split):
             out[key] = []
             continue
         prov = {} if provenance is not None else None
-        out[key] = [line for _, line in _lines(dataset_id, config, split, revision, data_files, prov, None)]
+        out[key] = [line for _, line in _lines(replace(read, split=split), prov)]
         if provenance is not None:
             provenance[key] = prov
     return out

@@ -1,7 +1,9 @@
-"""hub.open_dataset / iter_rows: hub call shape, local files, take, shuffle, revision, unreachable hub."""
+"""hub: HubRead (its checks, the loaders' keywords, splits), the hub call, take without reading on, the
+revision actually read, the seeded shuffle, an unreachable hub."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -9,57 +11,144 @@ import textwrap
 
 import pytest
 
-from niels_gpt.cache.meta import sha256_file
-from niels_gpt.data import hub
+from niels_gpt.data.dolly import iter_dolly_sft
 from niels_gpt.data.fineweb_edu import iter_fineweb_edu
-from niels_gpt.data.hub import SourceUnavailableError, open_dataset, resolved_revision
-from tests.support.hub_files import write_jsonl, write_parquet
-
-pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
-SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _counting_hub(monkeypatch, n_rows=10_000, fail_after=None):
-    """Replace datasets.load_dataset by a generator-backed stream; returns (calls, rows_read)."""
-    import datasets
-
-    calls, read = [], [0]
-
-    def gen(files):
-        for i in range(n_rows):
-            if fail_after is not None and i == fail_after:
-                from huggingface_hub.utils import httpx
-
-                raise httpx.ConnectError("name resolution failed")
-            read[0] += 1
-            yield {"text": f"doc {i}", "id": str(i)}
-
-    def fake_load_dataset(*args, **kwargs):
-        calls.append((args, kwargs))
-        files = [f"hf://datasets/HuggingFaceFW/fineweb-edu@{SHA}/data/CC-MAIN-2024-10/train-00000.parquet"]
-        return datasets.IterableDataset.from_generator(gen, gen_kwargs={"files": files})
-
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    return calls, read
+from niels_gpt.data.gutenberg import iter_gutenberg
+from niels_gpt.data.hub import HubRead, SourceUnavailableError, iter_rows, open_dataset, resolved_revision
+from niels_gpt.data.oasst1 import iter_oasst1_sft
+from niels_gpt.data.wikitext import iter_wikitext, load_wikitext
+from tests.support.hub_files import HUB_SHA as SHA
+from tests.support.hub_files import write_parquet
 
 
-def test_default_calls_load_dataset_with_hub_id_config_split_streaming_revision(monkeypatch):
-    calls, _ = _counting_hub(monkeypatch)
-    next(iter_fineweb_edu(take=1, shuffle=False, revision="v1"))
-    assert calls == [
-        (("HuggingFaceFW/fineweb-edu", "CC-MAIN-2024-10"), {"split": "train", "streaming": True, "revision": "v1"})
-    ]
+def test_a_read_is_one_frozen_value_with_the_hub_defaults():
+    read = HubRead("org/set")
+    assert (read.config, read.split, read.revision, read.data_files) == (None, "train", None, None)
+    assert (read.streaming, read.shuffle, read.seed, read.shuffle_buffer_size) == (False, False, 42, 10_000)
+    assert (read.take, read.num_parts, read.part, read.local) == (None, 1, 0, False)
+    with pytest.raises(AttributeError):
+        read.split = "validation"
 
 
-def test_take_stops_reading_the_stream(monkeypatch):
-    _, read = _counting_hub(monkeypatch)
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"take": -1}, "take must be >= 0 or None, got -1"),
+        ({"num_parts": 2, "part": 2}, "part must be in 0..num_parts-1 with num_parts >= 1, got part=2, num_parts=2"),
+        ({"num_parts": 0}, "part must be in 0..num_parts-1 with num_parts >= 1, got part=0, num_parts=0"),
+        ({"data_files": {"train": 3}}, "data_files for split 'train' must be a glob, a path or a non-empty list"),
+        ({"data_files": []}, "data_files for split 'train' must be a glob, a path or a non-empty list"),
+    ],
+)
+def test_a_read_that_cannot_be_read_is_refused_when_made(options, message):
+    with pytest.raises((ValueError, TypeError)) as err:
+        HubRead("org/set", **options)
+    assert str(err.value).startswith(message)
+
+
+def test_from_keywords_takes_the_fields_a_loaders_arguments_name():
+    def loader(*, dataset_id="org/set", name="C", split="s", seed=7, include_system=True, provenance=None, read=None):
+        return read or HubRead.from_keywords(locals(), config="name")
+
+    assert loader() == HubRead("org/set", "C", split="s", seed=7)
+    given = HubRead("other/set")
+    assert loader(read=given, split="not used") is given
+
+
+class _Opened(Exception):
+    """Raised by a stand-in `open_dataset` once it has seen the read."""
+
+
+# Each loader called with every hub keyword it has set away from its default, and the read that must reach
+# open_dataset: a keyword a loader dropped or misnamed would leave a default in the read.
+KEYWORD_READS = {
+    "fineweb_edu": (
+        "text_fields",
+        lambda: iter_fineweb_edu(
+            name="n", split="s", streaming=False, shuffle=False, shuffle_buffer_size=5, seed=1, take=2,
+            dataset_id="d", revision="r", data_files="f", num_parts=2, part=1,
+        ),
+        HubRead(
+            "d", "n", split="s", revision="r", data_files="f", streaming=False, shuffle=False, seed=1,
+            shuffle_buffer_size=5, take=2, num_parts=2, part=1,
+        ),
+    ),
+    "gutenberg": (
+        "text_fields",
+        lambda: iter_gutenberg(
+            dataset_id="d", split="s", streaming=False, shuffle=False, shuffle_buffer_size=5, seed=1, take=2,
+            config="c", revision="r", data_files="f", num_parts=2, part=1,
+        ),
+        HubRead(
+            "d", "c", split="s", revision="r", data_files="f", streaming=False, shuffle=False, seed=1,
+            shuffle_buffer_size=5, take=2, num_parts=2, part=1,
+        ),
+    ),
+    "wikitext": (
+        "wikitext",
+        lambda: iter_wikitext(config="c", split="s", take=3, dataset_id="d", revision="r", data_files={"s": "f"}),
+        HubRead("d", "c", split="s", take=3, revision="r", data_files={"s": "f"}),
+    ),
+    "load_wikitext": (
+        "wikitext",
+        lambda: iter([load_wikitext(config="c", dataset_id="d", revision="r", data_files="f", splits={"k": "train"})]),
+        HubRead("d", "c", revision="r", data_files="f"),
+    ),
+    "dolly15k": (
+        "dolly",
+        lambda: iter_dolly_sft(split="s", seed=1, shuffle=False, take=2, dataset_id="d", revision="r", data_files="f"),
+        HubRead("d", split="s", seed=1, take=2, revision="r", data_files="f"),
+    ),
+    "oasst1": (
+        "oasst1",
+        lambda: iter_oasst1_sft(split="s", seed=1, dataset_id="d", revision="r", data_files="f"),
+        HubRead("d", split="s", seed=1, revision="r", data_files="f"),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("loader", sorted(KEYWORD_READS))
+def test_each_loaders_keywords_make_its_read(monkeypatch, loader):
+    module, call, expected = KEYWORD_READS[loader]
+    seen = []
+
+    def fake_open(read, provenance=None):
+        seen.append(read)
+        raise _Opened
+
+    monkeypatch.setattr(importlib.import_module(f"niels_gpt.data.{module}"), "open_dataset", fake_open)
+    with pytest.raises(_Opened):
+        next(call())
+    assert seen == [expected]
+
+
+def test_has_split_asks_the_local_files_only():
+    assert HubRead("org/set").has_split("anything")
+    assert HubRead("org/set", data_files="x.parquet").has_split("train")
+    assert not HubRead("org/set", data_files="x.parquet").has_split("validation")
+    assert HubRead("org/set", data_files={"validation": ["a", "b"]}).has_split("validation")
+
+
+def test_open_dataset_calls_load_dataset_with_the_reads_hub_options(counting_hub):
+    calls, _, _ = counting_hub
+    read = HubRead("org/set", "cfg", split="web", revision="v2", streaming=True)
+    prov: dict = {}
+    open_dataset(read, prov)
+    assert calls == [(("org/set", "cfg"), {"split": "web", "streaming": True, "revision": "v2"})]
+    assert {k: prov[k] for k in ("dataset_id", "config", "split", "streaming", "local", "revision_requested")} == {
+        "dataset_id": "org/set", "config": "cfg", "split": "web", "streaming": True, "local": False,
+        "revision_requested": "v2",
+    }  # fmt: skip
+
+
+def test_take_stops_reading_the_stream(counting_hub):
+    _, read, _ = counting_hub
     samples = list(iter_fineweb_edu(take=3, shuffle=False))
     assert [s.text for s in samples] == ["doc 0", "doc 1", "doc 2"]
     assert read[0] <= 4  # not the 10,000 rows behind it
 
 
-def test_revision_is_read_from_the_data_file_urls(monkeypatch):
-    _counting_hub(monkeypatch)
+def test_revision_is_read_from_the_data_file_urls(counting_hub):
     prov = {}
     list(iter_fineweb_edu(take=1, shuffle=False, provenance=prov))
     assert prov["revision"] == SHA and prov["revision_from"] == "data file urls"
@@ -74,8 +163,8 @@ def test_revision_from_a_prepared_datasets_arrow_cache_path():
     assert resolved_revision(object(), "x")["revision"] is None
 
 
-def test_connection_error_while_streaming_becomes_source_unavailable(monkeypatch):
-    _counting_hub(monkeypatch, fail_after=2)
+def test_connection_error_while_streaming_becomes_source_unavailable(counting_hub):
+    counting_hub[2].n = 2
     with pytest.raises(SourceUnavailableError, match=r"fineweb-edu.*demo=true.*--demo"):
         list(iter_fineweb_edu(shuffle=False))
 
@@ -93,33 +182,15 @@ def test_shuffle_is_seeded_and_take_applies_after_it(tmp_path):
     assert texts(shuffle=False, take=3) == ["row 0", "row 1", "row 2"]
 
 
-def test_local_files_read_in_sorted_order_with_sha256(tmp_path):
-    write_parquet(tmp_path / "b.parquet", {"text": ["b"]})
-    write_parquet(tmp_path / "a.parquet", {"text": ["a"]})
-    prov = {}
-    out = [
-        s.text
-        for s in iter_fineweb_edu(data_files={"train": str(tmp_path / "*.parquet")}, shuffle=False, provenance=prov)
-    ]
-    assert out == ["a", "b"]
-    assert [os.path.basename(f["path"]) for f in prov["data_files"]] == ["a.parquet", "b.parquet"]
-    assert prov["data_files"][0]["sha256"] == sha256_file(tmp_path / "a.parquet")
-    assert prov["local"] is True and prov["builder"] == "parquet"
-
-
-def test_builder_follows_the_extension(tmp_path):
-    path = write_jsonl(tmp_path / "rows.jsonl", [{"text": "j"}])
-    ds = open_dataset("any/id", split="train", streaming=True, data_files={"train": str(path)})
-    assert [r["text"] for r in ds] == ["j"]
-    with pytest.raises(ValueError, match="unsupported data file type"):
-        hub.builder_for("notes.txt")
-
-
-def test_missing_local_files_name_the_glob(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"nothing-\*\.parquet.*split 'train'"):
-        open_dataset("x/y", split="train", streaming=True, data_files={"train": str(tmp_path / "nothing-*.parquet")})
-    with pytest.raises(ValueError, match="no split 'validation'"):
-        open_dataset("x/y", split="validation", streaming=True, data_files={"train": "a.parquet"})
+@pytest.mark.parametrize("streaming", [True, False])
+def test_iter_rows_walks_a_read_the_same_way_streamed_or_prepared(tmp_path, streaming):
+    path = str(write_parquet(tmp_path / "x.parquet", {"text": [f"row {i}" for i in range(50)]}))
+    read = HubRead("org/set", data_files=path, streaming=streaming, take=5)
+    rows = list(iter_rows(open_dataset(read), read))
+    assert rows == [(i, {"text": f"row {i}"}) for i in range(5)]
+    shuffled = HubRead("org/set", data_files=path, streaming=streaming, shuffle=True, seed=1, shuffle_buffer_size=8)
+    texts = [row["text"] for _, row in iter_rows(open_dataset(shuffled), shuffled)]
+    assert sorted(texts) == sorted(f"row {i}" for i in range(50)) and texts != [f"row {i}" for i in range(50)]
 
 
 def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
@@ -138,66 +209,3 @@ def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("OK")
     assert "no-such-org/no-such-dataset-1f3a" in res.stdout and "demo=true" in res.stdout and "--demo" in res.stdout
-
-
-def _table(path, columns: dict, schema=None):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table(columns, schema=schema), path)
-    return path
-
-
-@pytest.mark.parametrize("streaming", [True, False])
-def test_fineweb_files_with_and_without_a_date_column_read_as_one_split(tmp_path, streaming):
-    # the file without `date` first: datasets alone would cast the second file to its schema and fail
-    _table(tmp_path / "train-00000.parquet", {"text": ["no date"], "id": ["<urn:1>"], "url": ["u1"]})
-    _table(tmp_path / "train-00001.parquet", {"text": ["dated"], "id": ["<urn:2>"], "url": ["u2"], "date": ["2024"]})
-    files = {"train": str(tmp_path / "*.parquet")}
-    ds = open_dataset("HuggingFaceFW/fineweb-edu", split="train", streaming=streaming, data_files=files)
-    assert [(r["text"], r["date"]) for r in ds] == [("no date", None), ("dated", "2024")]
-    samples = list(iter_fineweb_edu(data_files=files, shuffle=False))
-    assert [(s.text, s.meta["id"]) for s in samples] == [("no date", "<urn:1>"), ("dated", "<urn:2>")]
-
-
-def _oasst_pair(tree: str, emojis, detoxify) -> dict:
-    return {
-        "message_id": [tree, tree + "-a"],
-        "parent_id": [None, tree],
-        "message_tree_id": [tree, tree],
-        "role": ["prompter", "assistant"],
-        "text": [f"question {tree}", f"answer {tree}"],
-        "lang": ["en", "en"],
-        "deleted": [False, False],
-        "emojis": emojis,
-        "detoxify": detoxify,
-    }
-
-
-def test_nested_columns_that_are_structs_in_one_file_and_null_in_another_read_as_one_split(tmp_path):
-    import pyarrow as pa
-
-    from niels_gpt.data.oasst1 import iter_oasst1_sft
-
-    emojis = pa.struct([("name", pa.list_(pa.string())), ("count", pa.list_(pa.int32()))])
-    detoxify = pa.struct([("toxicity", pa.float64())])
-    # a flat export without annotations first: its nested columns are all null (pyarrow type null)
-    _table(tmp_path / "train-00000.parquet", _oasst_pair("r", [None, None], [None, None]))
-    nested = _oasst_pair(
-        "s",
-        pa.array([{"name": ["+1"], "count": [2]}, None], type=emojis),
-        pa.array([None, {"toxicity": 0.01}], type=detoxify),
-    )
-    _table(tmp_path / "train-00001.parquet", nested)
-    threads = list(iter_oasst1_sft(data_files={"train": str(tmp_path / "*.parquet")}, shuffle_trees=False))
-    assert [[m.content for m in t.messages] for t in threads] == [
-        ["question r", "answer r"],
-        ["question s", "answer s"],
-    ]
-
-
-def test_files_whose_columns_conflict_name_the_files(tmp_path):
-    _table(tmp_path / "a.parquet", {"text": ["x"], "id": ["1"]})
-    _table(tmp_path / "b.parquet", {"text": ["y"], "id": [2]})
-    with pytest.raises(ValueError, match=r"a\.parquet, .*b\.parquet: the files' columns cannot be read as one table"):
-        open_dataset("x/y", split="train", streaming=True, data_files={"train": str(tmp_path / "*.parquet")})

@@ -59,19 +59,18 @@ def test_idempotent():
     assert normalize_text(normalize_text(RAW)) == normalize_text(RAW)
 
 
-@pytest.mark.usefixtures("isolated_hf_cache")
 def test_every_hub_loader_normalizes(tmp_path):
     from niels_gpt.data.dolly import iter_dolly_sft
     from niels_gpt.data.fineweb_edu import iter_fineweb_edu
     from niels_gpt.data.gutenberg import iter_gutenberg
     from niels_gpt.data.oasst1 import iter_oasst1_sft
-    from niels_gpt.data.wikitext import iter_wikitext, iter_wikitext_articles
+    from niels_gpt.data.wikitext import iter_wikitext, wikitext_articles
 
     text = str(write_parquet(tmp_path / "t.parquet", {"text": [RAW]}))
     assert next(iter_fineweb_edu(data_files={"train": text}, shuffle=False)).text == CLEAN
     assert next(iter_gutenberg(data_files={"train": text}, shuffle=False)).text == CLEAN
     assert next(iter_wikitext(data_files={"train": text})).text == CLEAN
-    assert next(iter_wikitext_articles(data_files={"train": text})).text == CLEAN
+    assert next(wikitext_articles(iter_wikitext(data_files={"train": text}))).text == CLEAN
     dolly = str(write_parquet(tmp_path / "d.parquet", {"instruction": [RAW], "context": [RAW], "response": [RAW]}))
     s = next(iter_dolly_sft(data_files={"train": dolly}, shuffle=False))
     assert [m.content for m in s.messages] == [CLEAN + "\n\ncontext:\n" + CLEAN, CLEAN]

@@ -14,15 +14,8 @@ import pytest
 
 from niels_gpt.config import deep_merge, prepare_config
 from niels_gpt.data import registry
-from tests.support.hub_files import DOLLY_ROWS, write_demo_tree
-
-pytestmark = pytest.mark.usefixtures("isolated_hf_cache")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo")
-    return root, prepare_config(write_demo_tree(root))
+from niels_gpt.data.hub import HubRead
+from tests.support.hub_files import DOLLY_ROWS
 
 
 def test_source_name_lists():
@@ -30,6 +23,44 @@ def test_source_name_lists():
     assert registry.SFT_SOURCES == ("dolly15k", "oasst1", "primer")
     with pytest.raises(ValueError, match="unknown pretrain source 'wiki'"):
         registry.pretrain_input(prepare_config({}), "wiki")
+
+
+def test_hub_read_is_built_once_from_the_config_section():
+    cfg = prepare_config({"seed": 9, "sources": {"fineweb_edu": {"revision": "r1", "shuffle_buffer": 64}}})
+    web = cfg["sources"]["fineweb_edu"]
+    assert registry.hub_read(cfg, "fineweb_edu") == HubRead(
+        web["dataset_id"], web["config"], split=web["split"], revision="r1", seed=9,
+        streaming=True, shuffle=True, shuffle_buffer_size=64,
+    )  # fmt: skip
+    wiki = cfg["sources"]["wikitext"]
+    assert registry.hub_read(cfg, "wikitext") == HubRead(wiki["dataset_id"], wiki["config"], split="train", seed=9)
+    dolly = cfg["sources"]["dolly15k"]
+    assert registry.hub_read(cfg, "dolly15k") == HubRead(dolly["dataset_id"], None, split=dolly["split"], seed=9)
+    unshuffled = registry.hub_read(deep_merge(cfg, {"sources": {"gutenberg": {"shuffle_buffer": 0}}}), "gutenberg")
+    assert (unshuffled.streaming, unshuffled.shuffle) == (True, False)
+
+
+def test_hub_read_routes_the_demo_to_the_demo_files_and_no_revision():
+    cfg = prepare_config({"demo": True, "sources": {"oasst1": {"revision": "r1"}}})
+    read = registry.hub_read(cfg, "oasst1")
+    assert read.data_files == cfg["sources"]["oasst1"]["demo_data_files"] and read.revision is None
+    assert read.local and read.dataset_id == "OpenAssistant/oasst1"
+    with pytest.raises(ValueError, match="unknown hub source 'roam'"):
+        registry.hub_read(cfg, "roam")
+
+
+@pytest.mark.parametrize("form", ["glob", "list"])
+def test_demo_data_files_may_be_a_glob_or_a_list_as_datasets_takes_them(demo, form):
+    root, cfg = demo
+    files = sorted(str(p) for p in (root / "fineweb_edu").glob("*.parquet"))
+    value = str(root / "fineweb_edu" / "*.parquet") if form == "glob" else files
+    routed = deep_merge(cfg, {"sources": {"fineweb_edu": {"demo_data_files": value}}})
+    assert registry.source_input_files(routed, "fineweb_edu") == files
+    inp = registry.pretrain_input(routed, "fineweb_edu")
+    assert sorted(s.text for s in inp.stream) == sorted(
+        s.text for s in registry.pretrain_input(cfg, "fineweb_edu").stream
+    )
+    assert inp.provenance["data_files_globs"] == value
 
 
 def test_stream_sources_read_demo_files_and_record_them(demo):

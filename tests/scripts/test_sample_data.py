@@ -117,10 +117,10 @@ def test_parquet_files_have_the_hub_schema(rel):
 def test_loads_through_datasets_like_the_hub(isolated_hf_cache):
     from datasets import load_dataset
 
-    from niels_gpt.data.hub import open_dataset
+    from niels_gpt.data.hub import HubRead, open_dataset
 
     files = {"train": str(SAMPLE / "fineweb_edu" / "*.parquet")}
-    ds = open_dataset("HuggingFaceFW/fineweb-edu", split="train", streaming=True, data_files=files)
+    ds = open_dataset(HubRead("HuggingFaceFW/fineweb-edu", streaming=True, data_files=files))
     first = next(iter(ds))
     assert list(first) == [name for name, _ in SCHEMAS["fineweb without date"]] + ["date"]
     assert first["dump"] == "CC-MAIN-2024-10" and re.fullmatch(r"<urn:uuid:[0-9a-f-]{36}>", first["id"])

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# a hub commit, as a fake hub names it in its data file URLs
+HUB_SHA = "0123456789abcdef0123456789abcdef01234567"
+
 WIKI_TRAIN = [
     "",
     " = Alpha River = \n",
@@ -62,6 +65,31 @@ def write_jsonl(path: Path, rows: list) -> Path:
     return path
 
 
+def oasst_record(mid, parent, role, tree="t", lang="en", deleted=False, text=None) -> dict:
+    """One oasst1 message row (the columns the reconstruction reads)."""
+    return {
+        "message_id": mid,
+        "parent_id": parent,
+        "message_tree_id": tree,
+        "role": role,
+        "text": text if text is not None else f"{role} {mid}",
+        "lang": lang,
+        "deleted": deleted,
+    }
+
+
+# root prompter -> assistant -> prompter -> assistant, in two branches, and a second assistant reply
+OASST_BRANCHING = [
+    oasst_record("r", None, "prompter"),
+    oasst_record("a1", "r", "assistant"),
+    oasst_record("p2", "a1", "prompter"),
+    oasst_record("a3", "p2", "assistant"),
+    oasst_record("p3", "a1", "prompter"),
+    oasst_record("a4", "p3", "assistant"),
+    oasst_record("a2", "r", "assistant"),
+]
+
+
 def oasst_rows(n_trees: int = 3, prefix: str = "t") -> list[dict]:
     """Small trees: root prompter -> 2 assistants -> a prompter -> an assistant under the first one."""
     rows = []
@@ -74,18 +102,7 @@ def oasst_rows(n_trees: int = 3, prefix: str = "t") -> list[dict]:
             (f"{tree}-p2", f"{tree}-a1", "prompter"),
             (f"{tree}-a3", f"{tree}-p2", "assistant"),
         ]
-        for mid, parent, role in spec:
-            rows.append(
-                {
-                    "message_id": mid,
-                    "parent_id": parent,
-                    "message_tree_id": tree,
-                    "role": role,
-                    "text": f"{role} says {mid}",
-                    "lang": "en",
-                    "deleted": False,
-                }
-            )
+        rows += [oasst_record(mid, parent, role, tree=tree, text=f"{role} says {mid}") for mid, parent, role in spec]
     return rows
 
 

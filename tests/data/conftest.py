@@ -1,0 +1,60 @@
+"""Fixtures of the source loader tests: every test here reads through `datasets` with an isolated cache;
+the demo tree of every source; the local wikitext splits in the hub schema; a fake hub that counts what
+is read."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from niels_gpt.config import prepare_config
+from tests.support.hub_files import HUB_SHA, WIKI_TEST, WIKI_TRAIN, WIKI_VAL, write_demo_tree, write_parquet
+
+
+@pytest.fixture(autouse=True)
+def _isolated_datasets_cache(isolated_hf_cache):
+    """Prepared datasets write Arrow caches: every loader test keeps them out of ~/.cache."""
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """(root, cfg): every source's small files under root and the validated demo config that reads them."""
+    root = tmp_path_factory.mktemp("demo")
+    return root, prepare_config(write_demo_tree(root))
+
+
+@pytest.fixture
+def wiki_files(tmp_path) -> dict[str, str]:
+    """{hub split: parquet file} of the three wikitext splits (rows are lines, as on the hub)."""
+    return {
+        s: str(write_parquet(tmp_path / f"{s}.parquet", {"text": rows}))
+        for s, rows in (("train", WIKI_TRAIN), ("validation", WIKI_VAL), ("test", WIKI_TEST))
+    }
+
+
+@pytest.fixture
+def counting_hub(monkeypatch):
+    """`datasets.load_dataset` replaced by a stream of 10,000 rows {"text": "doc i", "id": "i"} whose data
+    file URL names HUB_SHA. Returns (calls, rows_read, fail_after): `calls` lists each call's (args,
+    kwargs); set `fail_after.n` to make the stream raise a connection error at that row."""
+    import datasets
+
+    calls, read, fail_after = [], [0], SimpleNamespace(n=None)
+
+    def gen(files):
+        for i in range(10_000):
+            if fail_after.n is not None and i == fail_after.n:
+                from huggingface_hub.utils import httpx
+
+                raise httpx.ConnectError("name resolution failed")
+            read[0] += 1
+            yield {"text": f"doc {i}", "id": str(i)}
+
+    def fake_load_dataset(*args, **kwargs):
+        calls.append((args, kwargs))
+        files = [f"hf://datasets/HuggingFaceFW/fineweb-edu@{HUB_SHA}/data/CC-MAIN-2024-10/train-00000.parquet"]
+        return datasets.IterableDataset.from_generator(gen, gen_kwargs={"files": files})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    return calls, read, fail_after
