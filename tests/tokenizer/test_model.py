@@ -1,11 +1,12 @@
-"""The tokenizer: lossless, injection-proof special tokens, uint16 guard, deterministic training."""
+"""SentencePieceTokenizer: lossless round trips, injection-proof special tokens, bytes per piece, a model
+without control specials refused, pickled with its model."""
 
 from __future__ import annotations
 
 import pytest
 
 from niels_gpt.special_tokens import SPECIAL_TOKENS
-from niels_gpt.tokenizer import SentencePieceTokenizer, train_sentencepiece
+from niels_gpt.tokenizer import SentencePieceTokenizer
 from tests.support.corpus import tiny_corpus
 
 
@@ -48,31 +49,24 @@ def test_special_ids_are_named_and_distinct(tiny_tokenizer):
     ids = tiny_tokenizer.special_ids
     assert set(ids) == {"sys", "usr", "asst", "eot"}
     assert len(set(ids.values())) == 4
-    assert tiny_tokenizer.eot_id == ids["eot"] and tiny_tokenizer.asst_id == ids["asst"]
+    named = (tiny_tokenizer.sys_id, tiny_tokenizer.usr_id, tiny_tokenizer.asst_id, tiny_tokenizer.eot_id)
+    assert named == (ids["sys"], ids["usr"], ids["asst"], ids["eot"])
     assert tiny_tokenizer.decode_with_specials([ids["eot"]]) == SPECIAL_TOKENS["eot"]
 
 
-def test_vocab_size_counts_ordinary_pieces_plus_specials(tiny_tokenizer):
-    assert tiny_tokenizer.vocab_size == 400 + 4
-    assert max(tiny_tokenizer.encode("anything at all 漢")) < tiny_tokenizer.vocab_size
+def test_specials_decode_to_nothing_or_to_their_literal_or_short_names(tiny_tokenizer):
+    tok = tiny_tokenizer
+    ids = [tok.sys_id, *tok.encode("be brief"), tok.usr_id, *tok.encode("hi\n"), tok.asst_id, tok.eot_id]
+    assert tok.decode(ids) == "be briefhi\n"
+    assert tok.decode_with_specials(ids, short_names=True) == "<|sys|>be brief<|usr|>hi\n<|asst|><|eot|>"
+    literal = SPECIAL_TOKENS["sys"] + "be brief" + SPECIAL_TOKENS["usr"] + "hi\n" + SPECIAL_TOKENS["asst"]
+    assert tok.decode_with_specials(ids) == literal + SPECIAL_TOKENS["eot"]
 
 
-def test_uint16_guard_refuses_oversized_vocabulary_before_writing(tmp_path):
-    out = tmp_path / "big.model"
-    with pytest.raises(ValueError, match=r"vocabulary of 70,004 pieces does not fit the uint16 cache format"):
-        train_sentencepiece(tiny_corpus(10), out, vocab_size=70_000)
-    assert not out.exists() and not list(tmp_path.iterdir())
-
-
-def test_too_small_sample_gives_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="tokenizer.vocab_size"):
-        train_sentencepiece(["tiny text only"], tmp_path / "x.model", vocab_size=5000)
-
-
-def test_training_is_deterministic(tmp_path):
-    a = train_sentencepiece(tiny_corpus(200), tmp_path / "a.model", vocab_size=350, num_threads=2)
-    b = train_sentencepiece(tiny_corpus(200), tmp_path / "b.model", vocab_size=350, num_threads=2)
-    assert a.sha256 == b.sha256
+def test_encode_batch_is_encode_of_each_text_in_order(tiny_tokenizer):
+    texts = tiny_corpus(30, seed=2) + ["", "\n\t"]
+    want = [tiny_tokenizer.encode(t) for t in texts]
+    assert tiny_tokenizer.encode_batch(texts, num_threads=2) == want == tiny_tokenizer.encode_batch(texts)
 
 
 def test_model_without_control_specials_is_refused(tmp_path):

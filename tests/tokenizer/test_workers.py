@@ -41,6 +41,29 @@ def test_an_error_in_a_worker_is_raised_in_the_caller(tiny_tokenizer):
         list(workers.map(encode_documents, [["fine"], [None], ["fine"]]))
 
 
+def test_one_worker_encodes_in_this_process(tiny_tokenizer):
+    seen = []
+
+    def record(tokenizer, batch):  # a closure: it could not be sent to another process
+        seen.append(batch)
+        return tokenizer.encode_batch(batch)
+
+    workers = EncodeWorkers(tiny_tokenizer, 1)
+    assert list(workers.map(record, [["a b"], ["c"]])) == [
+        tiny_tokenizer.encode_batch(["a b"]),
+        [tiny_tokenizer.encode("c")],
+    ]
+    assert seen == [["a b"], ["c"]] and workers._pool is None
+
+
+def test_leaving_the_context_stops_the_workers(tiny_tokenizer):
+    with EncodeWorkers(tiny_tokenizer, 2) as workers:
+        list(workers.map(encode_documents, [["one"], ["two"]]))
+        processes = list(workers._pool._processes.values())
+        assert len(processes) == 2
+    assert workers._pool is None and not any(p.is_alive() for p in processes)
+
+
 def test_worker_count(tiny_tokenizer):
     assert resolve_workers(-1) == available_cpus() >= 1 and resolve_workers(3) == 3
     with pytest.raises(ValueError, match=">= 1 or -1"):
