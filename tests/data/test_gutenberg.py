@@ -70,7 +70,6 @@ def test_license_section_after_the_end_is_not_a_start():
     assert "FULL LICENSE" not in strip_gutenberg_boilerplate(raw_book(BODY, *MODERN).replace("\r\n", "\n"))
 
 
-@pytest.mark.usefixtures("isolated_hf_cache")
 def test_loader_strips_raw_books_counts_them_and_passes_clean_ones(tmp_path):
     raws = [raw_book(BODY + f"\n\nBook {i}.", *VARIANTS[v]) for i, v in enumerate(sorted(VARIANTS))]
     clean = "A clean book.\n\nIt has no markers."
@@ -86,3 +85,12 @@ def test_loader_strips_raw_books_counts_them_and_passes_clean_ones(tmp_path):
     assert prov["cleaning"] == {"boilerplate_books_stripped": len(raws), "boilerplate_chars_removed": removed}
     kept = list(iter_gutenberg(data_files={"en": str(path)}, split="en", shuffle=False, strip_boilerplate=False))
     assert [s.text for s in kept] == normalized + [clean]
+
+
+def test_gutenberg_local_rows(tmp_path):
+    path = write_parquet(tmp_path / "g.parquet", {"text": ["book one", "book two"], "id": ["1", "2"]})
+    samples = list(iter_gutenberg(data_files={"train": str(path)}, shuffle=False))
+    assert [(s.text, s.source, s.meta["id"]) for s in samples] == [
+        ("book one", "gutenberg", "1"),
+        ("book two", "gutenberg", "2"),
+    ]
