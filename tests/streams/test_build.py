@@ -76,7 +76,7 @@ def test_every_meta_starts_with_the_common_header(inputs):
             assert m["encoding"] == "utf-8" and m["bin"] == f"{source}_{split}.bin"
 
 
-def test_wiki_dataset_defaults_to_the_wikitext_loader_s():
+def test_wiki_streams_name_the_default_wikitext_dataset_and_no_seed():
     from niels_gpt.data.wikitext import CONFIG, DATASET_ID
     from niels_gpt.streams import StreamBuildConfig
 
