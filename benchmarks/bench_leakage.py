@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.timing import peak_rss_mb
-from niels_gpt.report.ngrams import Concatenated, DiskArray, NgramIndex, rolling_hashes, scan_matches
-from niels_gpt.token_files import TOKEN_DTYPE
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches
+from niels_gpt.token_files import TOKEN_DTYPE, DiskSequence
 
 N = 13
 VOCAB = 16_004
@@ -94,18 +94,18 @@ def timed(fn):
 
 def child(args) -> None:
     """Index --child-val tokens of val.bin, scan the first --child-train tokens of the train shards; print JSON."""
-    val = DiskArray(Path(args.data) / "val.bin", TOKEN_DTYPE)[: args.child_val]
+    val = DiskSequence([Path(args.data) / "val.bin"]).read(0, args.child_val)
     index, _ = NgramIndex.from_hashes(rolling_hashes(val, N))
     del val
     shards = sorted((Path(args.data) / "train").glob("shard_*.bin"))[: -(-args.child_train // SHARD_TOKENS)]
-    seq = Concatenated([DiskArray(p, TOKEN_DTYPE) for p in shards])
+    seq = DiskSequence(shards)
     seconds, seen = timed(lambda: scan_matches(seq, N, index, num_threads=2))
     print(json.dumps({"train": len(seq), "seconds": seconds, "found": int(seen.sum()), "rss_mb": peak_rss_mb()}))
 
 
 def throughput(args, val: np.ndarray, shards: list[Path]) -> None:
     index, _ = NgramIndex.from_hashes(rolling_hashes(val, N))
-    seq = Concatenated([DiskArray(p, TOKEN_DTYPE) for p in shards])
+    seq = DiskSequence(shards)
     ref_train = seq.read(0, args.ref_tokens)
     print(f"val: {len(val):,} tokens, {len(index):,} distinct {N}-grams, index {index.nbytes / 1e6:.1f} MB")
     print(f"train: {len(seq):,} tokens in {len(shards)} shards; references scan the first {len(ref_train):,}")
@@ -115,7 +115,7 @@ def throughput(args, val: np.ndarray, shards: list[Path]) -> None:
         t_py, found_py = timed(lambda g=grams: reference_python(g, ref_train))
         del grams
         t_np, found_np = timed(lambda: reference_numpy(index.keys, ref_train))
-        seen_ref = scan_matches(Concatenated([ref_train]), N, index)
+        seen_ref = scan_matches(ref_train, N, index)
         assert set(index.keys[seen_ref].tolist()) == set(found_np.tolist()) and len(found_py) == len(found_np)
         for name, threads in (("scan_matches 2 threads", 2), ("scan_matches 1 thread", 1)):
             seconds, _ = timed(lambda t=threads: scan_matches(seq, N, index, num_threads=t))

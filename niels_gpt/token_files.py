@@ -4,7 +4,10 @@ A token file is raw little-endian uint16 ids and nothing else: pretrain shards
 (`{split}/shard_NNNNN.bin`) and SFT `{split}_tokens.bin`. Its length in tokens is its byte size / 2,
 so an odd byte size means a damaged file. SFT offsets are int64 (`{split}_idx.npy`, np.save).
 `open_tokens` maps a file read-only: slicing the map reads only the pages it touches, never the
-whole file. Readers only ever see final names; `list_shards` ignores `*.tmp` files, which a running
+whole file (random access: the datasets, `inspect`). `DiskSequence` streams files instead (whole
+passes: `verify`, `info`, the report, the leakage audit): it reads with plain reads into arrays the
+caller owns, so memory is what the caller asks for and pages read never stay resident, whatever the
+files' size. Readers only ever see final names; `list_shards` ignores `*.tmp` files, which a running
 or killed build leaves under their temporary name.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +30,8 @@ TOKEN_BYTES = TOKEN_DTYPE.itemsize
 OFFSET_DTYPE = np.dtype("<i8")
 OFFSET_DTYPE_NAME = "int64-le"
 MAX_VOCAB = 1 << 16
+BYTE_DTYPE = np.dtype("u1")  # the UTF-8 byte streams
+READ_CHUNK_BYTES = 1 << 23  # DiskSequence.chunks: 8 MiB per read, flat memory, ~128 Python iterations per GB
 
 
 def check_vocab_fits(vocab_size: int, *, what: str = "tokenizer") -> None:
@@ -96,3 +101,54 @@ def remove_files(directory: str | os.PathLike, patterns: tuple[str, ...]) -> lis
                 p.unlink()
                 removed.append(p)
     return removed
+
+
+class DiskSequence:
+    """Raw files of one dtype (the shards of a split, an SFT tokens file, a byte stream) read as one 1-d
+    sequence, with plain reads into new arrays: nothing is memory-mapped, so the pages read never stay
+    in the process's resident memory. Memory is what the caller asks for: `read(lo, hi)` allocates
+    hi - lo items; `chunks()` yields the sequence in new arrays of at most `chunk_bytes`, so a caller
+    that keeps no chunk holds at most two at a time (the one it works on and the one being read)."""
+
+    def __init__(self, paths: Sequence[str | os.PathLike], dtype=TOKEN_DTYPE):
+        self.paths = [Path(p) for p in paths]
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (TOKEN_DTYPE, BYTE_DTYPE):
+            raise ValueError(f"DiskSequence reads {TOKEN_DTYPE} token files or {BYTE_DTYPE} byte streams, not {dtype}")
+        lengths = [token_count(p) if self.dtype == TOKEN_DTYPE else os.path.getsize(p) for p in self.paths]
+        self.bounds = np.cumsum([0, *lengths])  # item position where each file starts; the total last
+
+    def __len__(self) -> int:
+        return int(self.bounds[-1])
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """A new array of the items at positions [lo, hi) (clipped to the sequence); it may span files."""
+        lo, hi = max(lo, 0), min(hi, len(self))
+        out = np.empty(max(hi - lo, 0), dtype=self.dtype)
+        pos, i = lo, int(np.searchsorted(self.bounds, lo, side="right")) - 1
+        while pos < hi:
+            take = min(hi, int(self.bounds[i + 1])) - pos
+            if take > 0:
+                start = (pos - int(self.bounds[i])) * self.dtype.itemsize
+                _read_exact(self.paths[i], start, memoryview(out[pos - lo : pos - lo + take]).cast("B"))
+                pos += take
+            i += 1
+        return out
+
+    def chunks(self, chunk_bytes: int | None = None) -> Iterator[np.ndarray]:
+        """The whole sequence in order, as new arrays of at most `chunk_bytes` (READ_CHUNK_BYTES); a chunk
+        may span files."""
+        step = max(1, (chunk_bytes or READ_CHUNK_BYTES) // self.dtype.itemsize)
+        for lo in range(0, len(self), step):
+            yield self.read(lo, lo + step)
+
+
+def _read_exact(path: Path, offset: int, into: memoryview) -> None:
+    with open(path, "rb", buffering=0) as f:
+        f.seek(offset)
+        done = 0
+        while done < len(into):  # raw reads may return short
+            got = f.readinto(into[done:])
+            if not got:
+                raise ValueError(f"{path}: shorter than when it was opened; a build is rewriting it - wait, then retry")
+            done += got

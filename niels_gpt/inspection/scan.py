@@ -1,8 +1,8 @@
 """Streaming passes over cache files for `verify` and `info`: hash, id range, eot statistics.
 
-Every pass reads a file in fixed chunks into one reused buffer, so memory stays flat whatever the
+Every pass reads a file chunk by chunk (`token_files.DiskSequence`), so memory stays flat whatever the
 file size (a multi-GB shard is never loaded at once). `scan_tokens` does, in one read, what verify
-and info need from a uint16 token file (formats.py): sha256, the largest id and where an id first
+and info need from a uint16 token file (token_files.py): sha256, the largest id and where an id first
 reaches the vocabulary size, eot counts (documents) and double eots (empty documents), and id counts
 on an evenly spread sample (vocab coverage). `scan_bytes` hashes a byte stream and checks its UTF-8.
 `example_blocks` cuts an SFT file into runs of whole examples so per-example work stays bounded.
@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from niels_gpt.token_files import TOKEN_DTYPE
+from niels_gpt.token_files import BYTE_DTYPE, TOKEN_DTYPE, DiskSequence
 
-SCAN_CHUNK_BYTES = 1 << 23  # 8 MiB per read: flat memory, few Python iterations per GB
 EXAMPLE_BLOCK_TOKENS = 1 << 22  # SFT work per block of whole examples: bounds the mask to ~4 MB
 
 
@@ -39,24 +38,11 @@ class TokenScan:
     n_sampled: int = 0
 
 
-def _chunks(path: str | os.PathLike, on_bytes: Callable[[int], object] | None) -> Iterator[memoryview]:
-    buf = bytearray(SCAN_CHUNK_BYTES)
-    view = memoryview(buf)
-    with open(path, "rb", buffering=0) as f:
-        while True:
-            n = 0
-            while n < len(buf):  # raw reads may return short: fill the chunk (keeps tokens aligned)
-                got = f.readinto(view[n:])
-                if not got:
-                    break
-                n += got
-            if n == 0:
-                return
-            if on_bytes is not None:
-                on_bytes(n)
-            yield view[:n]
-            if n < len(buf):
-                return
+def _chunks(path: str | os.PathLike, dtype, on_bytes: Callable[[int], object] | None) -> Iterator[np.ndarray]:
+    for chunk in DiskSequence([path], dtype).chunks():
+        if on_bytes is not None:
+            on_bytes(chunk.nbytes)
+        yield chunk
 
 
 def scan_tokens(
@@ -80,12 +66,9 @@ def scan_tokens(
     h = hashlib.sha256() if hash else None
     if sample_frac > 0 and id_counts is None:
         id_counts = np.zeros(max(vocab_size or 0, 1 << 16), dtype=np.int64)
-    for raw in _chunks(path, on_bytes):
+    for chunk in _chunks(path, TOKEN_DTYPE, on_bytes):
         if h is not None:
-            h.update(raw)
-        chunk = np.frombuffer(raw, dtype=TOKEN_DTYPE)
-        if not len(chunk):
-            continue
+            h.update(chunk)
         top = int(chunk.max())
         if vocab_size is not None and top >= vocab_size and scan.first_out_of_vocab is None:
             scan.first_out_of_vocab = scan.n_tokens + int(np.argmax(chunk >= vocab_size))
@@ -118,7 +101,8 @@ def scan_bytes(path: str | os.PathLike, *, hash: bool = True, on_bytes=None) -> 
     scan = ByteScan()
     h = hashlib.sha256() if hash else None
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    for raw in _chunks(path, on_bytes):
+    for chunk in _chunks(path, BYTE_DTYPE, on_bytes):
+        raw = memoryview(chunk)
         if h is not None:
             h.update(raw)
         if scan.utf8_error is None:

@@ -19,17 +19,18 @@ least 16 slots per hash (at most 4 bytes per hash each), so its memory is set by
 `scan_matches` runs that over a train split read in fixed chunks (consecutive chunks overlap by
 n - 1 positions, so no n-gram is lost at a chunk or shard boundary), on a few threads (numpy releases
 the GIL in these loops): memory per thread is a few bytes per chunk position whatever the split's size
-(shards are read with plain reads, `DiskArray`, not memory-mapped).
+(the split is a `token_files.DiskSequence`: plain reads, not a memory map).
 """
 
 from __future__ import annotations
 
-import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 import numpy as np
+
+from niels_gpt.token_files import DiskSequence
 
 # Odd (so multiplying by it is a bijection mod 2**64) with bits spread over the whole word, so every
 # id reaches the top bits the filters use. The splitmix64 increment; any such constant works.
@@ -113,47 +114,6 @@ class NgramIndex:
         return pos[self.keys[pos] == h]
 
 
-class DiskArray:
-    """A 1-d array in a raw file, sliced with plain reads. Unlike a memory map, the pages read do not
-    stay in the process's resident memory, so scanning a split of any size costs one slice of RAM."""
-
-    def __init__(self, path: str | os.PathLike, dtype):
-        self.path, self.dtype = path, np.dtype(dtype)
-        size = os.path.getsize(path)
-        if size % self.dtype.itemsize:
-            raise ValueError(f"{path}: {size:,} bytes is not a whole number of {self.dtype} items; rebuild the cache")
-        self.length = size // self.dtype.itemsize
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __getitem__(self, s: slice) -> np.ndarray:
-        start, stop, _ = s.indices(self.length)
-        count = max(stop - start, 0)
-        return np.fromfile(self.path, dtype=self.dtype, count=count, offset=start * self.dtype.itemsize)
-
-
-class Concatenated:
-    """Several 1-d arrays (or DiskArrays: the shards of a split) read as one sequence, a slice at a time."""
-
-    def __init__(self, arrays: Sequence[np.ndarray | DiskArray]):
-        self.arrays = [a for a in arrays if len(a)]
-        self.bounds = np.cumsum([0] + [len(a) for a in self.arrays])
-
-    def __len__(self) -> int:
-        return int(self.bounds[-1])
-
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        """A copy of positions [lo, hi) (it may span arrays)."""
-        parts, i = [], int(np.searchsorted(self.bounds, lo, side="right")) - 1
-        while lo < hi:
-            start = lo - int(self.bounds[i])
-            take = min(hi, int(self.bounds[i + 1])) - lo
-            parts.append(self.arrays[i][start : start + take])
-            lo, i = lo + take, i + 1
-        return np.concatenate(parts)
-
-
 def _bounded_map(executor: Executor, fn: Callable, items: Iterable, depth: int) -> Iterator:
     """executor.map with at most `depth` calls in flight (bounded memory), results in order."""
     pending: deque = deque()
@@ -166,7 +126,7 @@ def _bounded_map(executor: Executor, fn: Callable, items: Iterable, depth: int) 
 
 
 def scan_matches(
-    seq: Concatenated,
+    seq: DiskSequence | np.ndarray,
     n: int,
     index: NgramIndex,
     *,
@@ -174,7 +134,9 @@ def scan_matches(
     chunk: int = CHUNK_POSITIONS,
     on_positions: Callable[[int], object] | None = None,
 ) -> np.ndarray:
-    """Bool per key of `index`: does that n-gram occur anywhere in `seq`? Reads `seq` chunk by chunk."""
+    """Bool per key of `index`: does that n-gram occur anywhere in `seq` (files on disk, or an array in
+    memory)? Reads `seq` chunk by chunk."""
+    read = seq.read if isinstance(seq, DiskSequence) else lambda lo, hi: seq[lo:hi]
     seen = np.zeros(len(index), dtype=bool)
     n_starts = len(seq) - n + 1
     if n_starts <= 0 or not len(index):
@@ -182,7 +144,7 @@ def scan_matches(
 
     def work(lo: int) -> tuple[np.ndarray, int]:
         hi = min(lo + chunk, n_starts)
-        return index.lookup(rolling_hashes(seq.read(lo, hi + n - 1), n)), hi - lo
+        return index.lookup(rolling_hashes(read(lo, hi + n - 1), n)), hi - lo
 
     with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
         for found, done in _bounded_map(pool, work, range(0, n_starts, chunk), depth=2 * max(1, num_threads)):

@@ -10,7 +10,7 @@ whatever the cache size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -18,11 +18,9 @@ from niels_gpt import layout
 from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.inspection.scan import example_blocks, example_lengths
 from niels_gpt.report.corpora import Split, find_splits
-from niels_gpt.report.ngrams import DiskArray
 from niels_gpt.sft.windows import kept_segments, kept_targets
-from niels_gpt.token_files import MAX_VOCAB, TOKEN_DTYPE, open_tokens
+from niels_gpt.token_files import MAX_VOCAB, DiskSequence, open_tokens
 
-READ_CHUNK = 1 << 22  # tokens per read (8 MB): flat memory, few Python iterations per GB
 # Length histograms: 4 bins per doubling from 1 to 2**26 tokens, the same edges for every source so
 # that panels compare; a log axis shows short chat turns and book-length documents in one figure.
 LENGTH_EDGES = np.logspace(0, 26, 26 * 4 + 1, base=2.0)
@@ -32,19 +30,12 @@ def length_histogram(lengths: np.ndarray) -> np.ndarray:
     return np.histogram(np.asarray(lengths), bins=LENGTH_EDGES)[0].astype(np.int64)
 
 
-def _chunks(files: Sequence) -> Iterator[np.ndarray]:
-    for path in files:
-        tokens = DiskArray(path, TOKEN_DTYPE)
-        for lo in range(0, len(tokens), READ_CHUNK):
-            yield tokens[lo : lo + READ_CHUNK]
-
-
 def document_stats(files: Sequence, eot: int) -> dict:
     """Tokens, documents (a budget-cut last one included), empty documents and the length histogram
     (eot excluded, empty documents left out) of one pretrain split."""
     hist = np.zeros(len(LENGTH_EDGES) - 1, dtype=np.int64)
     start = total = docs = empty = 0  # start: position where the current document began
-    for chunk in _chunks(files):
+    for chunk in DiskSequence(files).chunks():
         ends = np.flatnonzero(chunk == eot) + total
         if len(ends):
             lengths = ends - np.concatenate(([start], ends[:-1] + 1))
@@ -75,7 +66,7 @@ def pretrain_family(cache_dir) -> dict:
         rows = {}
         for name, s in splits.items():
             rows[name] = {
-                **document_stats(s.files, s.meta["special_token_ids"]["eot"]),
+                **document_stats(s.files, s.meta["eot_id"]),
                 "budget": s.meta.get(f"max_{name}_tokens"),
             }
         sources.append({"name": source, "splits": rows})
@@ -144,7 +135,7 @@ def sft_family(cache_dir, mix: Mapping[str, float]) -> dict:
 def id_counts(files: Sequence) -> np.ndarray:
     """How often each id (0..65535) occurs in the token files."""
     counts = np.zeros(MAX_VOCAB, dtype=np.int64)
-    for chunk in _chunks(files):
+    for chunk in DiskSequence(files).chunks():
         counts += np.bincount(chunk, minlength=MAX_VOCAB)
     return counts
 
