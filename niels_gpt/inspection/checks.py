@@ -1,6 +1,6 @@
 """What `verify` checks in each kind of artifact (verify.py runs them and collects the outcome).
 
-Each `verify_<kind>(art, meta, ctx, check)` appends every problem it finds to `check.problems`
+Each verifier `(art, meta, ctx, check)` (verify.VERIFIERS, by family) appends every problem it finds to `check.problems`
 (never only the first) and sets `check.detail` to what it measured. Files are read in chunks
 (scan.py), so memory stays flat on multi-GB shards; `ctx.quick` skips the sha256 hashing.
 """
@@ -16,8 +16,8 @@ from niels_gpt.chat_template import ROLE_NAMES, loss_mask_from_tokens
 from niels_gpt.hashing import sha256_file
 from niels_gpt.inspection.scan import example_blocks, scan_bytes, scan_tokens
 from niels_gpt.inspection.tree import Artifact
-from niels_gpt.layout import SPLITS, TOKENIZER_MODEL, sft_offsets_name, sft_tokens_name
-from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, list_shards, open_tokens
+from niels_gpt.layout import SPLITS, TOKENIZER_MODEL
+from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, open_tokens
 
 SHORT_SHA = 12  # hex digits shown for a file hash mismatch (both sides); tokenizer mismatches show all 64
 REBUILD = "rebuild it (snakemake -j4 cache/all)"
@@ -127,10 +127,7 @@ def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
     totals = []
     for split in SPLITS:
         listed = (meta.get("shards") or {}).get(split, [])
-        try:
-            on_disk = [p.name for p in list_shards(art.path / split)]
-        except NotADirectoryError:
-            on_disk = []
+        on_disk = [p.name for p in art.files(split)]
         names = [s.get("file") for s in listed]
         for name in sorted(set(on_disk) - set(names)):
             c.problems.append(f"{split}/{name}: on disk but not listed in meta.json (stale shard?); {REBUILD}")
@@ -201,11 +198,11 @@ def _check_offsets(where: str, offsets, n_tok: int, n_examples, problems: list[s
 
 
 def _sft_split(art: Artifact, meta: dict, split: str, vocab, ctx: Context, problems: list[str]) -> str:
-    tok_name, idx_name = sft_tokens_name(split), sft_offsets_name(split)
+    (tok_path,), idx_path = art.files(split), art.offsets(split)
+    tok_name, idx_name = tok_path.name, idx_path.name
     files = meta.get("files") or {}
     stats = (meta.get("splits") or {}).get(split, {})
-    n_tok = _even_size(art.path / tok_name, tok_name, problems)
-    idx_path = art.path / idx_name
+    n_tok = _even_size(tok_path, tok_name, problems)
     if not idx_path.is_file():
         problems.append(f"{idx_name}: missing; {REBUILD}")
     if n_tok is None or not idx_path.is_file():
@@ -213,11 +210,11 @@ def _sft_split(art: Artifact, meta: dict, split: str, vocab, ctx: Context, probl
     for want in (meta.get(f"{split}_tokens"), stats.get("num_tokens")):
         if want is not None and want != n_tok:
             problems.append(f"{tok_name}: {n_tok:,} tokens, meta.json says {want:,}")
-    for name, path in ((tok_name, art.path / tok_name), (idx_name, idx_path)):
+    for name, path in ((tok_name, tok_path), (idx_name, idx_path)):
         want = files.get(name, {})
         if "bytes" in want and path.stat().st_size != want["bytes"]:
             problems.append(f"{name}: {path.stat().st_size:,} bytes, meta.json says {want['bytes']:,}")
-    scan = scan_tokens(art.path / tok_name, hash=not ctx.quick, vocab_size=vocab, on_bytes=ctx.on_bytes)
+    scan = scan_tokens(tok_path, hash=not ctx.quick, vocab_size=vocab, on_bytes=ctx.on_bytes)
     _hash_matches(tok_name, scan.sha256, files.get(tok_name, {}).get("sha256"), problems)
     _ids_in_vocab(tok_name, scan, vocab, problems)
     if not ctx.quick:
@@ -230,7 +227,7 @@ def _sft_split(art: Artifact, meta: dict, split: str, vocab, ctx: Context, probl
     if not _check_offsets(idx_name, offsets, n_tok, meta.get(f"{split}_examples"), problems) or not len(offsets):
         return f"{split} {len(offsets):,} examples"
     special = meta.get("special_token_ids") or {}
-    tokens = open_tokens(art.path / tok_name)
+    tokens = open_tokens(tok_path)
     roles = np.array([special.get(r, -1) for r in ROLE_NAMES])
     not_role = np.flatnonzero(~np.isin(tokens[np.asarray(offsets)], roles))
     if len(not_role):

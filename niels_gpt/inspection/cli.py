@@ -14,9 +14,14 @@ from __future__ import annotations
 import os
 import sys
 
+from niels_gpt.command_line import DEFAULT_CONFIG_FILE, add_tokenizer_arg
+from niels_gpt.config import load_config, schema_defaults
+from niels_gpt.log import progress
+
+TOKENIZER_HELP = "tokenizer model the caches must match (default: {cache}/tokenizer/spm.model of PATH's cache tree)"
 VERIFY_DOC = "re-hash every artifact against its meta.json and check its structure; exit 1 on any failure"
 INFO_DOC = "table of every cache: tokens, documents/examples, bytes, empty documents, vocab coverage, label share"
-INSPECT_DOC = "decoded samples: pretrain windows, SFT examples with the loss-active span marked, stream bytes"
+INSPECT_DOC = "decoded samples: pretrain windows, SFT examples with the loss-active span marked, streams bytes"
 
 
 def _path_arg(p, what: str) -> None:
@@ -25,29 +30,15 @@ def _path_arg(p, what: str) -> None:
     )
 
 
-def _tokenizer_arg(p) -> None:
-    p.add_argument(
-        "--tokenizer",
-        default=None,
-        metavar="MODEL",
-        help="tokenizer model the caches must match (default: {cache}/tokenizer/spm.model)",
-    )
-
-
 def _default_path(args) -> str:
     """PATH, else cache_dir of ./config.yaml (or the default, "cache")."""
     if args.path is not None:
         return args.path
-    from niels_gpt.command_line import DEFAULT_CONFIG_FILE
-    from niels_gpt.config import load_config, schema_defaults
-
     return (load_config(DEFAULT_CONFIG_FILE) if os.path.exists(DEFAULT_CONFIG_FILE) else schema_defaults())["cache_dir"]
 
 
 def _bytes_bar(desc: str):
-    from tqdm import tqdm
-
-    return tqdm(desc=desc, unit="B", unit_scale=True, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+    return progress(desc=desc, unit="B", unit_scale=True, leave=False)
 
 
 def register(sub) -> None:
@@ -56,12 +47,12 @@ def register(sub) -> None:
     p.add_argument(
         "--quick", action="store_true", help="skip sha256 hashing (sizes, ids, offsets and counts are still checked)"
     )
-    _tokenizer_arg(p)
+    add_tokenizer_arg(p, help=TOKENIZER_HELP)
     p.set_defaults(func=run_verify)
 
     p = sub.add_parser("info", help=INFO_DOC, description=INFO_DOC)
     _path_arg(p, "cache root, a family folder or one artifact")
-    _tokenizer_arg(p)
+    add_tokenizer_arg(p, help=TOKENIZER_HELP)
     p.add_argument("--json", action="store_true", help="print the same numbers as one JSON document")
     p.set_defaults(func=run_info)
 
@@ -85,7 +76,7 @@ def register(sub) -> None:
         default="auto",
         help="SFT: loss-active text in green instead of [[...]] (auto: when stdout is a terminal)",
     )
-    _tokenizer_arg(p)
+    add_tokenizer_arg(p, help=TOKENIZER_HELP)
     p.set_defaults(func=run_inspect)
 
 

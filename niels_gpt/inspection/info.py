@@ -30,9 +30,10 @@ from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.hashing import sha256_file
 from niels_gpt.inspection.scan import example_blocks, example_lengths, scan_tokens
 from niels_gpt.inspection.tree import Artifact, default_tokenizer_path, find_artifacts
-from niels_gpt.layout import SPLITS, TOKENIZER_MODEL, sft_offsets_name, sft_tokens_name
+from niels_gpt.layout import SPLITS, TOKENIZER_MODEL
+from niels_gpt.meta import is_built
 from niels_gpt.sft.windows import CUT_REASONS, kept_segments, reason_counts
-from niels_gpt.token_files import list_shards, open_tokens, token_count
+from niels_gpt.token_files import open_tokens, token_count
 
 COVERAGE_SAMPLE_TOKENS = 1 << 24  # 16.8M ids counted for coverage: well past saturation for a 16k vocab
 
@@ -46,7 +47,7 @@ class SplitInfo:
     split: str
     built: str = "yes"
     tokens: int | None = None
-    units: int | None = None  # documents (pretrain), examples (sft), documents/files (streams)
+    units: int | None = None  # in the family's unit (layout.FAMILIES): documents, examples, segments, pieces
     n_bytes: int = 0
     files: int = 0
     tokenizer_sha: str | None = None
@@ -58,7 +59,7 @@ def _pretrain(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
     eot, vocab = meta.get("eot_id"), meta.get("vocab_size")
     rows = []
     for split in SPLITS:
-        shards = list_shards(art.path / split) if (art.path / split).is_dir() else []
+        shards = art.files(split)
         total = sum(token_count(p) for p in shards)
         frac = min(1.0, COVERAGE_SAMPLE_TOKENS / total) if total and vocab else 0.0
         counts, after_eot, last, n_eot, n_empty, sampled = None, True, None, 0, 0, 0
@@ -89,7 +90,7 @@ def _pretrain(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
         rows.append(
             SplitInfo(
                 art.name,
-                "pretrain",
+                art.kind,
                 split,
                 tokens=total,
                 units=docs,
@@ -122,7 +123,7 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
     truncation = meta.get("truncation", "head")
     rows = []
     for split in SPLITS:
-        tok_path, idx_path = art.path / sft_tokens_name(split), art.path / sft_offsets_name(split)
+        (tok_path,), idx_path = art.files(split), art.offsets(split)
         tokens = open_tokens(tok_path)
         offsets = np.load(idx_path, mmap_mode="r", allow_pickle=False)
         lengths = example_lengths(offsets, len(tokens))
@@ -142,7 +143,7 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
         rows.append(
             SplitInfo(
                 art.name,
-                "sft",
+                art.kind,
                 split,
                 tokens=len(tokens),
                 units=len(offsets),
@@ -155,18 +156,37 @@ def _sft(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
     return rows
 
 
-def _stream(art: Artifact, meta: dict) -> list[SplitInfo]:
+def _stream(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
     units = meta.get("n_docs", len(meta["files"]) if isinstance(meta.get("files"), list) else None)
     size = art.path.stat().st_size
     extra = {"cleaning": {"skipped_blank": meta.get("skipped_blank")}}
-    return [SplitInfo(art.name, "stream", meta.get("split", "?"), units=units, files=1, n_bytes=size, extra=extra)]
+    return [SplitInfo(art.name, art.kind, art.split or "?", units=units, files=1, n_bytes=size, extra=extra)]
+
+
+def _tokenizer(art: Artifact, meta: dict, on_bytes) -> list[SplitInfo]:
+    model = art.path / meta.get("model_file", TOKENIZER_MODEL)
+    size = model.stat().st_size
+    return [
+        SplitInfo(
+            art.name,
+            art.kind,
+            "-",
+            units=meta.get("vocab_size"),
+            n_bytes=size,
+            files=1,
+            tokenizer_sha=meta.get("sha256"),
+        )
+    ]
+
+
+ROWS = {"tokenizer": _tokenizer, "pretrain": _pretrain, "sft": _sft, "streams": _stream}  # by family
 
 
 def artifact_info(art: Artifact, on_bytes=None) -> list[SplitInfo]:
     """Rows of one artifact; an unreadable artifact gives one row that says why (run verify)."""
     try:
         meta = art.read_meta()
-        if meta.get("built") is False:
+        if not is_built(meta):
             return [
                 SplitInfo(
                     art.name,
@@ -177,22 +197,7 @@ def artifact_info(art: Artifact, on_bytes=None) -> list[SplitInfo]:
                     note=f"not built: {meta.get('reason', 'no reason recorded')}",
                 )
             ]
-        if art.kind == "tokenizer":
-            model = art.path / meta.get("model_file", TOKENIZER_MODEL)
-            return [
-                SplitInfo(
-                    art.name,
-                    "tokenizer",
-                    "-",
-                    units=meta.get("vocab_size"),
-                    n_bytes=model.stat().st_size,
-                    files=1,
-                    tokenizer_sha=meta.get("sha256"),
-                )
-            ]
-        if art.kind == "stream":
-            return _stream(art, meta)
-        return (_pretrain if art.kind == "pretrain" else _sft)(art, meta, on_bytes)
+        return ROWS[art.kind](art, meta, on_bytes)
     except (OSError, ValueError, KeyError) as e:
         return [SplitInfo(art.name, art.kind, "-", built="?", note=f"unreadable: {e}; run verify")]
 

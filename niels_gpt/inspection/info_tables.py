@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from niels_gpt.inspection.info import SplitInfo
+from niels_gpt.layout import FAMILIES
 from niels_gpt.sft.windows import format_reasons
 
 SHA_SHOWN = 8  # hex digits of a tokenizer sha256 in the table
-UNITS = {"pretrain": "docs", "sft": "examples", "stream": "docs", "tokenizer": "ids"}
 
 
 def human_bytes(n: int) -> str:
@@ -52,9 +52,9 @@ def _overview(rows: list[SplitInfo], current: str | None) -> list[str]:
         return r.tokenizer_sha[:SHA_SHOWN] + mark
 
     def units(r: SplitInfo) -> str:
-        return f"{_n(r.units)} {UNITS[r.kind]}" if r.units is not None else "-"
+        return f"{_n(r.units)} {FAMILIES[r.kind].unit}s" if r.units is not None else "-"
 
-    headers = ["artifact", "split", "built", "tokens", "docs/examples", "bytes", "files", "tokenizer"]
+    headers = ["artifact", "split", "built", "tokens", "units", "bytes", "files", "tokenizer"]
     cells = [
         [r.artifact, r.split, r.built, _n(r.tokens), units(r), human_bytes(r.n_bytes), str(r.files), sha(r)]
         for r in rows
@@ -67,7 +67,14 @@ def _pretrain_table(rows: list[SplitInfo]) -> list[str]:
         sampled = "" if e.get("sampled", 0) >= e.get("total", 0) else f" (sample of {e['sampled']:,})"
         return _pct(e.get("coverage")) + sampled
 
-    headers = ["artifact", "split", "documents", "empty docs (double eot)", "mean doc len", "vocab coverage"]
+    headers = [
+        "artifact",
+        "split",
+        "documents",
+        "empty documents (double eot)",
+        "mean document length",
+        "vocab coverage",
+    ]
     cells = [
         [
             r.artifact,

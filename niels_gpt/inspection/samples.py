@@ -6,7 +6,7 @@
   the model is trained on: assistant content and its eot, `loss_mask_from_tokens`) wrapped in
   `[[`...`]]`, or shown green on a terminal; a header says how the dataset cuts an example longer
   than T_max+1;
-- stream: `n` random windows of `n_bytes` bytes, decoded as UTF-8 (errors='replace').
+- streams: `n` random windows of `n_bytes` bytes of one stream, decoded as UTF-8 (errors='replace').
 Special ids are shown by their short names (`<|sys|>`, `<|usr|>`, `<|asst|>`, `<|eot|>`) rather than
 the 45-character literals `decode_with_specials` prints, so a message that merely quotes a literal
 special string (ordinary pieces, never a control token) still shows it literally.
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.cache.meta import read_meta
 from niels_gpt.chat_template import loss_mask_from_tokens
 from niels_gpt.inspection.tree import Artifact, default_tokenizer_path, find_artifacts
-from niels_gpt.layout import SPLITS, sft_offsets_name, sft_tokens_name
+from niels_gpt.layout import SPLITS
+from niels_gpt.meta import is_built
 from niels_gpt.sft.windows import kept_segments
-from niels_gpt.token_files import list_shards, open_tokens
+from niels_gpt.token_files import open_tokens
 
 ACTIVE_OPEN, ACTIVE_CLOSE = "[[", "]]"
 ANSI_OPEN, ANSI_CLOSE = "\033[32m", "\033[0m"  # green: loss-active text on a terminal
@@ -67,7 +67,7 @@ def _randint(high: int, n: int, g) -> list[int]:
 
 
 def inspect_pretrain(art: Artifact, split: str, tokenizer, *, n: int, seed: int, tokens: int) -> list[str]:
-    shards = list_shards(art.path / split)
+    shards = art.files(split)
     maps = [open_tokens(p) for p in shards]
     ends = np.cumsum([len(m) for m in maps])
     if not len(maps) or ends[-1] == 0:
@@ -87,12 +87,12 @@ def inspect_pretrain(art: Artifact, split: str, tokenizer, *, n: int, seed: int,
 
 
 def inspect_sft(
-    art: Artifact, split: str, tokenizer, *, n: int, seed: int, example: int | None, color: bool
+    art: Artifact, meta: dict, split: str, tokenizer, *, n: int, seed: int, example: int | None, color: bool
 ) -> list[str]:
-    meta = read_meta(str(art.meta_path))
     special = meta.get("special_token_ids") or tokenizer.special_ids
-    tokens = open_tokens(art.path / sft_tokens_name(split))
-    offsets = np.load(art.path / sft_offsets_name(split), mmap_mode="r", allow_pickle=False)
+    (tokens_path,) = art.files(split)
+    tokens = open_tokens(tokens_path)
+    offsets = np.load(art.offsets(split), mmap_mode="r", allow_pickle=False)
     count = len(offsets)
     if not count:
         raise ValueError(f"{art.path}: the {split} split holds no examples; nothing to inspect")
@@ -151,12 +151,12 @@ def inspect_cache(
         raise ValueError(f"{path}: holds {len(selection.artifacts)} artifacts; inspect one of them, e.g. {names}")
     art = selection.artifacts[0]
     if art.kind == "tokenizer":
-        raise ValueError(f"{path}: the tokenizer has no samples; inspect a pretrain, sft or stream cache")
-    if art.kind == "stream":
-        return "\n".join(inspect_stream(art, n=n, seed=seed, n_bytes=n_bytes))
-    meta = read_meta(str(art.meta_path))
-    if meta.get("built") is False:
+        raise ValueError(f"{path}: the tokenizer has no samples; inspect a pretrain, sft or streams cache")
+    meta = art.read_meta()
+    if not is_built(meta):
         raise ValueError(f"{art.path}: not built ({meta.get('reason', 'no reason recorded')}); nothing to inspect")
+    if art.kind == "streams":
+        return "\n".join(inspect_stream(art, n=n, seed=seed, n_bytes=n_bytes))
     if split is not None and selection.split is not None and split != selection.split:
         raise ValueError(f"{path} is the {selection.split} split, but --split {split} was given")
     split = split or selection.split or "train"
@@ -171,7 +171,7 @@ def inspect_cache(
         )
     if art.kind == "pretrain":
         return "\n".join(inspect_pretrain(art, split, tokenizer, n=n, seed=seed, tokens=tokens))
-    return "\n".join(inspect_sft(art, split, tokenizer, n=n, seed=seed, example=example, color=color))
+    return "\n".join(inspect_sft(art, meta, split, tokenizer, n=n, seed=seed, example=example, color=color))
 
 
 def load_inspect_tokenizer(tokenizer_path, selection):

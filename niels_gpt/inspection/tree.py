@@ -1,15 +1,18 @@
-"""Where the artifacts of a cache tree are, for the read-only tools (`verify`, `info`, `inspect`).
+"""The one walker of a cache tree: which artifacts a path names, with their splits and files.
 
 The tree the Snakemake workflow writes (layout.py):
   {cache}/tokenizer/spm.model + meta.json
   {cache}/pretrain/{source}/meta.json + {train,val}/shard_NNNNN.bin
   {cache}/sft/{source}/meta.json + {train,val}_tokens.bin + {train,val}_idx.npy
   {cache}/streams/{source}_{split}.bin + {source}_{split}.meta.json
-`find_artifacts(path)` accepts the cache root, a family folder (`pretrain/`, `sft/`, `streams/`), one
-artifact (a source folder, the tokenizer folder, one stream's .bin or .meta.json) or one split of it
-(a pretrain split folder or shard, an SFT `{split}_tokens.bin`), and lists the artifacts it holds in the
-order above. Only folder listings are read here; meta.json files are read by the tools. Temporary
-`*.tmp` files (a running or killed build) are never artifacts; `stray_tmp_files` lists them.
+`list_artifacts(root)` lists every artifact of a cache root in that order (the report and the leakage
+audit read it); `find_artifacts(path)` (verify, info, inspect) accepts the cache root, a family folder
+(`pretrain/`, `sft/`, `streams/`), one artifact (a source folder, the tokenizer folder, one stream's
+.bin or .meta.json) or one split of it (a pretrain split folder or shard, an SFT `{split}_tokens.bin`).
+An artifact's kind is its family (layout.FAMILIES), read from its meta.json's `kind`; where the
+meta.json is missing, damaged or names no family, the family folder it sits in stands in, so that
+`verify` can still report the damage. Temporary `*.tmp` files (a running or killed build) are never
+artifacts; `stray_tmp_files` lists them.
 """
 
 from __future__ import annotations
@@ -19,32 +22,62 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from niels_gpt.atomic import TMP_SUFFIX
-from niels_gpt.cache.meta import read_meta
 from niels_gpt.layout import (
+    FAMILIES,
     META,
     SPLITS,
+    STREAM_BIN_SUFFIX,
     STREAM_META_SUFFIX,
     TOKENIZER_MODEL,
+    Family,
     sft_offsets_name,
     sft_tokens_name,
+    stream_stem,
     tokenizer_model,
 )
+from niels_gpt.meta import read_meta
+from niels_gpt.token_files import list_shards
 
-FAMILIES = ("tokenizer", "pretrain", "sft", "streams")
+SOURCE_FAMILIES = ("pretrain", "sft")  # a folder per source, holding both splits
 BUILD_HINT = "build it with `snakemake -j4 cache/all` (add `--config demo=true` for the offline sample data)"
 
 
 @dataclass(frozen=True)
 class Artifact:
-    """One cache artifact: kind tokenizer | pretrain | sft | stream."""
+    """One cache artifact (one meta.json): the tokenizer, a pretrain or SFT cache, or one split's byte stream."""
 
-    kind: str
+    kind: str  # its family: tokenizer | pretrain | sft | streams (layout.FAMILIES)
     name: str  # "tokenizer", "pretrain/wikitext", "sft/primer", "streams/wiki_train"
     path: Path  # its folder; for a stream, its .bin
     meta_path: Path
+    source: str | None = None  # "wikitext", "primer", "wiki"; None for the tokenizer
+    split: str | None = None  # a stream's split (each split of a stream is its own artifact)
+
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.kind]
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        if self.kind in SOURCE_FAMILIES:
+            return SPLITS
+        return (self.split,) if self.split else ()
+
+    def files(self, split: str) -> list[Path]:
+        """The files holding one split's ids (or bytes), in order, as named on disk: a pretrain split's
+        shards (none if its folder is missing), an SFT `{split}_tokens.bin`, a stream's .bin."""
+        if self.kind == "pretrain":
+            return list_shards(self.path / split) if (self.path / split).is_dir() else []
+        if self.kind == "sft":
+            return [self.path / sft_tokens_name(split)]
+        return [self.path] if self.kind == "streams" else []
+
+    def offsets(self, split: str) -> Path:
+        """An SFT split's `{split}_idx.npy` (the start offset of every example)."""
+        return self.path / sft_offsets_name(split)
 
     def read_meta(self) -> dict:
-        return read_meta(str(self.meta_path))
+        return read_meta(self.meta_path)
 
 
 @dataclass(frozen=True)
@@ -57,19 +90,45 @@ class Selection:
     whole_tree: bool = False  # the cache root itself was named
 
 
-def tokenizer_artifact(root: Path) -> Artifact:
-    return Artifact("tokenizer", "tokenizer", root / "tokenizer", root / "tokenizer" / META)
-
-
-def source_artifact(kind: str, folder: Path) -> Artifact:
-    family = "pretrain" if kind == "pretrain" else "sft"
-    return Artifact(kind, f"{family}/{folder.name}", folder, folder / META)
+def tokenizer_artifact(folder: Path) -> Artifact:
+    return Artifact("tokenizer", "tokenizer", folder, folder / META)
 
 
 def stream_artifact(streams_dir: Path, stem: str) -> Artifact:
+    """The stream `{source}_{split}` of a streams folder (source = stem, no split, if not named so)."""
+    source, split = stem, None
+    for s in SPLITS:
+        if stream_stem(stem[: -len(s) - 1], s) == stem:
+            source, split = stem[: -len(s) - 1], s
     return Artifact(
-        "stream", f"streams/{stem}", streams_dir / f"{stem}.bin", streams_dir / f"{stem}{STREAM_META_SUFFIX}"
+        "streams",
+        f"streams/{stem}",
+        streams_dir / (stem + STREAM_BIN_SUFFIX),
+        streams_dir / (stem + STREAM_META_SUFFIX),
+        source,
+        split,
     )
+
+
+def meta_kind(folder: Path, fallback: str | None) -> str | None:
+    """The family of the artifact in `folder`: its meta.json's `kind`; `fallback` (the family folder it
+    sits in) where the meta.json is missing, unreadable or names no family."""
+    try:
+        meta = read_meta(folder / META)
+    except (OSError, ValueError):
+        return fallback
+    kind = meta.get("kind") if isinstance(meta, dict) else None
+    return kind if kind in FAMILIES else fallback
+
+
+def folder_artifact(folder: Path, fallback: str | None) -> Artifact | None:
+    """The artifact whose folder is `folder` (kind: `meta_kind`), or None if it is none."""
+    kind = meta_kind(folder, fallback)
+    if kind == "tokenizer":
+        return tokenizer_artifact(folder)
+    if kind in SOURCE_FAMILIES:
+        return Artifact(kind, f"{kind}/{folder.name}", folder, folder / META, folder.name)
+    return None
 
 
 def stream_stems(streams_dir: Path) -> list[str]:
@@ -78,8 +137,8 @@ def stream_stems(streams_dir: Path) -> list[str]:
     for p in streams_dir.iterdir():
         if p.name.endswith(STREAM_META_SUFFIX):
             stems.add(p.name[: -len(STREAM_META_SUFFIX)])
-        elif p.suffix == ".bin":
-            stems.add(p.stem)
+        elif p.name.endswith(STREAM_BIN_SUFFIX):
+            stems.add(p.name[: -len(STREAM_BIN_SUFFIX)])
     return sorted(stems)
 
 
@@ -89,51 +148,47 @@ def _family(root: Path, family: str) -> list[Artifact]:
         return []
     if family == "streams":
         return [stream_artifact(d, stem) for stem in stream_stems(d)]
-    kind = "pretrain" if family == "pretrain" else "sft"
-    return [source_artifact(kind, p) for p in sorted(d.iterdir()) if p.is_dir()]
+    return [a for p in sorted(d.iterdir()) if p.is_dir() and (a := folder_artifact(p, family)) is not None]
+
+
+def list_artifacts(root: str | os.PathLike) -> list[Artifact]:
+    """Every artifact of the cache tree at `root`, in layout order: the tokenizer (listed even if it is
+    missing), then each family's folders in name order."""
+    root = Path(root)
+    return [tokenizer_artifact(root / "tokenizer")] + [
+        a for f in FAMILIES if f != "tokenizer" for a in _family(root, f)
+    ]
 
 
 def _is_root(d: Path) -> bool:
     return any((d / f).is_dir() for f in FAMILIES)
 
 
-def _source_kind(d: Path) -> str | None:
-    """pretrain | sft for a source folder (by its meta.json, else by the files it holds)."""
-    if (d / META).is_file():
-        try:
-            meta = read_meta(str(d / META))
-        except ValueError:
-            meta = {}
-        if meta.get("kind") == "sft" or "train_examples" in meta:
-            return "sft"
-        if "shards" in meta:
-            return "pretrain"
-    if any((d / sft_tokens_name(s)).exists() for s in SPLITS):
-        return "sft"
-    if any((d / s).is_dir() for s in SPLITS) or d.parent.name == "pretrain":
-        return "pretrain"
-    return "sft" if d.parent.name == "sft" else None
-
-
 def _root_of(artifact_dir: Path, family: str) -> Path | None:
     return artifact_dir.parent.parent if artifact_dir.parent.name == family else None
+
+
+def _in_tree(art: Artifact) -> Selection:
+    return Selection(_root_of(art.path, art.kind), [art])
 
 
 def _select_file(p: Path) -> Selection:
     if p.name.endswith(TMP_SUFFIX):
         raise ValueError(f"{p}: a temporary file of an unfinished build, not an artifact; delete it or rebuild")
-    if p.name.endswith(STREAM_META_SUFFIX) or (p.suffix == ".bin" and p.with_suffix(STREAM_META_SUFFIX).exists()):
-        stem = p.name[: -len(STREAM_META_SUFFIX)] if p.name.endswith(STREAM_META_SUFFIX) else p.stem
-        root = p.parent.parent if p.parent.name == "streams" else None
-        return Selection(root, [stream_artifact(p.parent, stem)])
-    if p.suffix == ".bin" and p.parent.name in SPLITS:  # a pretrain shard
-        art = source_artifact("pretrain", p.parent.parent)
-        return Selection(_root_of(art.path, "pretrain"), [art], p.parent.name)
+    stem = p.name[: -len(STREAM_META_SUFFIX)] if p.name.endswith(STREAM_META_SUFFIX) else None
+    if stem is None and p.name.endswith(STREAM_BIN_SUFFIX) and p.with_suffix(STREAM_META_SUFFIX).exists():
+        stem = p.name[: -len(STREAM_BIN_SUFFIX)]
+    if stem is not None:
+        return _in_tree(stream_artifact(p.parent, stem))
+    if p.name.endswith(STREAM_BIN_SUFFIX) and p.parent.name in SPLITS:  # a pretrain shard
+        art = folder_artifact(p.parent.parent, "pretrain")
+        return Selection(_root_of(p.parent.parent, "pretrain"), [art] if art else [], p.parent.name)
     for split in SPLITS:  # an SFT split file
         if p.name in (sft_tokens_name(split), sft_offsets_name(split)):
-            return Selection(_root_of(p.parent, "sft"), [source_artifact("sft", p.parent)], split)
+            art = folder_artifact(p.parent, "sft")
+            return Selection(_root_of(p.parent, "sft"), [art] if art else [], split)
     if p.name == TOKENIZER_MODEL:
-        return Selection(p.parent.parent, [tokenizer_artifact(p.parent.parent)])
+        return Selection(p.parent.parent, [tokenizer_artifact(p.parent)])
     if p.name == META:
         return find_artifacts(p.parent)
     raise ValueError(
@@ -149,25 +204,22 @@ def find_artifacts(path: str | os.PathLike) -> Selection:
     if p.is_file():
         return _select_file(p)
     if _is_root(p):
-        arts = [tokenizer_artifact(p)] + [a for f in FAMILIES[1:] for a in _family(p, f)]
-        return Selection(p, arts, whole_tree=True)
-    if p.name in ("pretrain", "sft", "streams") and _is_root(p.parent):
+        return Selection(p, list_artifacts(p), whole_tree=True)
+    if p.name in FAMILIES and p.name != "tokenizer" and _is_root(p.parent):
         return Selection(p.parent, _family(p.parent, p.name))
-    if (p / TOKENIZER_MODEL).exists() or p.name == "tokenizer":
-        return Selection(p.parent, [tokenizer_artifact(p.parent)])
+    if p.name in SPLITS and (p.parent / META).is_file():
+        parent = p.parent.parent.name
+        if meta_kind(p.parent, parent if parent in FAMILIES else None) == "pretrain":
+            return Selection(_root_of(p.parent, "pretrain"), [folder_artifact(p.parent, "pretrain")], p.name)
+    art = folder_artifact(p, p.parent.name if p.parent.name in FAMILIES else p.name)
+    if art is not None:
+        return _in_tree(art) if art.kind != "tokenizer" else Selection(p.parent, [art])
     if any(q.name.endswith(STREAM_META_SUFFIX) for q in p.iterdir()):  # a streams folder outside a tree
         return Selection(None, [stream_artifact(p, stem) for stem in stream_stems(p)])
-    if p.name in SPLITS and (p.parent / META).is_file() and _source_kind(p.parent) == "pretrain":
-        art = source_artifact("pretrain", p.parent)
-        return Selection(_root_of(art.path, "pretrain"), [art], p.name)
-    kind = _source_kind(p)
-    if kind is None:
-        raise ValueError(
-            f"{p}: not a cache folder (expected a cache root with {', '.join(f + '/' for f in FAMILIES)}, "
-            f"or one artifact folder with a meta.json); {BUILD_HINT}"
-        )
-    family = "pretrain" if kind == "pretrain" else "sft"
-    return Selection(_root_of(p, family), [source_artifact(kind, p)])
+    raise ValueError(
+        f"{p}: not a cache folder (expected a cache root with {', '.join(f + '/' for f in FAMILIES)}, "
+        f"or one artifact folder with a meta.json); {BUILD_HINT}"
+    )
 
 
 def default_tokenizer_path(selection: Selection) -> Path | None:
@@ -182,7 +234,7 @@ def stray_tmp_files(selection: Selection) -> list[Path]:
     else:
         candidates = []
         for a in selection.artifacts:
-            if a.kind == "stream":  # only this stream's files, not its neighbours'
+            if a.kind == "streams":  # only this stream's files, not its neighbours'
                 candidates += a.path.parent.glob(f"{a.path.stem}.*{TMP_SUFFIX}")
             elif a.path.is_dir():
                 candidates += a.path.rglob(f"*{TMP_SUFFIX}")

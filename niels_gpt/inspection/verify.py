@@ -1,6 +1,8 @@
 """`verify`: re-check every cache artifact against its meta.json.
 
-Per artifact (tree.py lists them; checks.py holds the checks), every problem is collected, never only the first:
+Per artifact (tree.py lists them; checks.py holds the checks), every problem is collected, never only the first.
+Every meta.json first has the fields its kind requires (`meta.check_required`) and a `kind` that is the
+artifact's family; a not-built record (`built: false`) is then skipped with its reason, not failed. Then:
   tokenizer  spm.model's sha256 / vocab size / special ids == its meta.json; it loads.
   pretrain   the shards on disk are exactly the ones meta lists; each has an even byte size, the
              token count and sha256 meta records, every id < vocab_size; split totals and document
@@ -9,11 +11,11 @@ Per artifact (tree.py lists them; checks.py holds the checks), every problem is 
              {split}_idx.npy is 1-D int64, starts at 0, strictly increasing, last < n_tokens, one
              offset per example meta counts; every example starts with a role token; the loss-active
              tokens (loss_mask_from_tokens) add up to meta's num_label_tokens.
-  stream     the .bin has meta's n_bytes and sha256 and is valid UTF-8.
+  streams    the .bin has meta's n_bytes and sha256 and is valid UTF-8.
 Every token cache must carry the sha256 of the tokenizer in use (`{cache}/tokenizer/spm.model` or
---tokenizer): a cache built with another tokenizer decodes to garbage. A `built: false` meta is
-skipped, not failed. `--quick` skips the sha256 hashing (everything else still reads the files).
-Files are read in chunks (scan.py): memory stays flat on multi-GB shards.
+--tokenizer): a cache built with another tokenizer decodes to garbage. `--quick` skips the sha256
+hashing (everything else still reads the files). Files are read in chunks (scan.py): memory stays
+flat on multi-GB shards.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from niels_gpt.cache.meta import REQUIRED_PRETRAIN, REQUIRED_SFT
 from niels_gpt.inspection.checks import (
     REBUILD,
     Check,
@@ -33,15 +34,32 @@ from niels_gpt.inspection.checks import (
     verify_tokenizer,
 )
 from niels_gpt.inspection.tree import Artifact, Selection, default_tokenizer_path, find_artifacts, stray_tmp_files
-from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
+from niels_gpt.layout import FAMILIES, FORMAT_VERSION, STREAM_FORMAT_VERSION
+from niels_gpt.meta import check_required, is_built
 
-VERIFIERS = {"tokenizer": verify_tokenizer, "pretrain": verify_pretrain, "sft": verify_sft, "stream": verify_stream}
-REQUIRED = {
-    "pretrain": REQUIRED_PRETRAIN,
-    "sft": REQUIRED_SFT,
-    "tokenizer": ("sha256", "vocab_size"),
-    "stream": ("n_bytes", "sha256"),
-}
+VERIFIERS = {"tokenizer": verify_tokenizer, "pretrain": verify_pretrain, "sft": verify_sft, "streams": verify_stream}
+FORMAT_VERSIONS = {kind: STREAM_FORMAT_VERSION if kind == "streams" else FORMAT_VERSION for kind in FAMILIES}
+
+
+def kind_problem(art: Artifact, meta: dict) -> str | None:
+    """Why meta.json's `kind` does not fit the artifact: another family, or one unlike the folder it sits in."""
+    kind, folder = meta.get("kind"), art.path.parent.name
+    if kind in FAMILIES and kind != art.kind:
+        return f"meta.json says kind {kind!r}, but {art.name} is a {art.kind} artifact; {REBUILD}"
+    if art.kind != "tokenizer" and folder in FAMILIES and folder != art.kind:
+        return f"meta.json says kind {art.kind!r}, but the artifact sits in {folder}/; {REBUILD}"
+    return None
+
+
+def meta_problems(art: Artifact, meta: dict) -> list[str]:
+    """What makes the artifact's files unreadable by its meta.json: a required field missing, a wrong kind."""
+    problem = kind_problem(art, meta)
+    problems = [problem] if problem else []
+    try:
+        check_required(meta, path=art.meta_path.name)
+    except ValueError as e:
+        problems.append(str(e))
+    return problems
 
 
 def verify_artifact(art: Artifact, ctx: Context) -> Check:
@@ -55,14 +73,15 @@ def verify_artifact(art: Artifact, ctx: Context) -> Check:
     except ValueError as e:
         c.status, c.problems = "FAIL", [str(e)]
         return c
-    if meta.get("built") is False:
-        c.status, c.detail = "skipped", f"not built: {meta.get('reason', 'no reason recorded')}"
+    if not isinstance(meta, dict):
+        c.status, c.problems = "FAIL", [f"{art.meta_path.name}: not a JSON object; {REBUILD}"]
         return c
-    missing = [k for k in REQUIRED[art.kind] if k not in meta]
-    if missing:
-        c.problems.append(f"meta.json lacks required field(s) {', '.join(missing)}")
-    format_version_problem(meta, STREAM_FORMAT_VERSION if art.kind == "stream" else FORMAT_VERSION, c.problems)
-    if not missing:
+    c.problems = meta_problems(art, meta)
+    if not c.problems and not is_built(meta):
+        c.status, c.detail = "skipped", f"not built: {meta['reason']}"
+        return c
+    if not c.problems:
+        format_version_problem(meta, FORMAT_VERSIONS[art.kind], c.problems)
         VERIFIERS[art.kind](art, meta, ctx, c)
     c.status = "FAIL" if c.problems else "ok"
     return c
@@ -93,7 +112,7 @@ def verify(
     tokenizer, tok_problem = load_tokenizer(tok_path)
     ctx = Context(tokenizer, tok_path, quick, on_bytes)
     checks = [verify_artifact(a, ctx) for a in selection.artifacts]
-    needs_tokenizer = any(c.artifact.kind in ("pretrain", "sft") and c.status != "skipped" for c in checks)
+    needs_tokenizer = any(c.artifact.family.space == "tokens" and c.status != "skipped" for c in checks)
     reported = any(c.artifact.kind == "tokenizer" and c.status == "FAIL" for c in checks)
     if tok_problem and needs_tokenizer and not reported:
         where = tok_path or Path("tokenizer")

@@ -11,8 +11,9 @@ offenders named when the gate fails; `report-figures --family leakage` draws lea
 from __future__ import annotations
 
 from niels_gpt import layout
-from niels_gpt.command_line import add_config_args, resolve_config
-from niels_gpt.report.job import FAMILIES
+from niels_gpt.command_line import add_config_args, add_tokenizer_arg, resolve_config, tokenizer_path
+from niels_gpt.log import log
+from niels_gpt.report.job import FIGURE_FAMILIES
 
 LEAKAGE_DOC = (
     "Train/val leakage audit: for every val split, the share of its n-grams (13 tokens; 50 bytes for the "
@@ -25,10 +26,6 @@ FIGURES_DOC = (
 )
 
 
-def _tokenizer_flag(p) -> None:
-    p.add_argument("--tokenizer", default=None, help="SentencePiece model (default: {cache_dir}/tokenizer/spm.model)")
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "leakage",
@@ -39,14 +36,14 @@ def register(sub) -> None:
     p.add_argument(
         "--num-threads", type=int, default=2, help="threads scanning train splits (result unchanged; default: 2)"
     )
-    _tokenizer_flag(p)
+    add_tokenizer_arg(p)
     add_config_args(p)
     p.set_defaults(func=run_leakage)
 
     q = sub.add_parser("report-figures", help="draw one family of the report's figures (SVG)", description=FIGURES_DOC)
-    q.add_argument("--family", required=True, choices=FAMILIES, help="which figures")
+    q.add_argument("--family", required=True, choices=FIGURE_FAMILIES, help="which figures")
     q.add_argument("--out-dir", default=None, help="output folder (default: {cache_dir}/report)")
-    _tokenizer_flag(q)
+    add_tokenizer_arg(q)
     add_config_args(q)
     q.set_defaults(func=run_figures)
 
@@ -55,7 +52,8 @@ def run_leakage(args) -> int:
     from niels_gpt.report.job import leakage_json_path, write_leakage
 
     cfg = resolve_config(args)
-    write_leakage(cfg, args.out or leakage_json_path(cfg), num_threads=args.num_threads, tokenizer=args.tokenizer)
+    out = args.out or leakage_json_path(cfg)
+    write_leakage(cfg, out, num_threads=args.num_threads, tokenizer=tokenizer_path(args, cfg["cache_dir"]))
     return 0
 
 
@@ -63,9 +61,7 @@ def run_figures(args) -> int:
     from niels_gpt.report.job import write_figures
 
     cfg = resolve_config(args)
-    paths = write_figures(
-        cfg, args.family, args.out_dir or layout.report_dir(cfg["cache_dir"]), tokenizer=args.tokenizer
-    )
-    for path in paths:
-        print(f"{args.family} figure -> {path}")
+    out_dir = args.out_dir or layout.report_dir(cfg["cache_dir"])
+    for path in write_figures(cfg, args.family, out_dir, tokenizer=tokenizer_path(args, cfg["cache_dir"])):
+        log(f"{args.family} figure -> {path}")
     return 0

@@ -3,8 +3,8 @@
 `write_figures(cfg, family, out_dir)` measures one family's caches under `cfg["cache_dir"]`
 (stats.py) and draws its figures (figures.py; leakage: leakage_view.py from leakage.json), named in
 `layout.REPORT_FIGURES`. `write_leakage(cfg, out)` runs the audit (leakage.py) with the `leakage.*`
-keys, writes leakage.json, prints one line per val split, and applies the gate; a failed gate writes
-nothing (the error names the worst pairs).
+keys, writes leakage.json, logs one line per val split (stderr), and applies the gate; a failed gate
+writes nothing (the error names the worst pairs).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from pathlib import Path
 
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_write_json
+from niels_gpt.log import log
 
-FAMILIES = tuple(layout.REPORT_FIGURES)
+FIGURE_FAMILIES = tuple(layout.REPORT_FIGURES)  # the four cache families, and the leakage audit
 
 
 def _tokenizer(cfg: dict, path: str | None):
@@ -51,7 +52,7 @@ def write_figures(cfg: dict, family: str, out_dir: str | os.PathLike, *, tokeniz
             raise FileNotFoundError(f"{path}: no leakage audit; run `python -m niels_gpt.cache.cli leakage` first")
         with open(path, encoding="utf-8") as f:
             return draw_leakage(json.load(f), out_dir)
-    raise ValueError(f"unknown report family {family!r}; expected one of {', '.join(FAMILIES)}")
+    raise ValueError(f"unknown report family {family!r}; expected one of {', '.join(FIGURE_FAMILIES)}")
 
 
 def summary_lines(result: dict) -> list[str]:
@@ -84,9 +85,10 @@ def write_leakage(cfg: dict, out: str | os.PathLike, *, num_threads: int = 2, to
     )
     scanned = sum(t["positions"] for t in result["train_splits"])
     seconds = time.perf_counter() - start
-    print("\n".join(summary_lines(result)))
-    print(f"scanned {scanned:,} train positions in {seconds:.1f} s ({scanned / max(seconds, 1e-9) / 1e6:.1f} M/s)")
+    for line in summary_lines(result):
+        log(line)
+    log(f"scanned {scanned:,} train positions in {seconds:.1f} s ({scanned / max(seconds, 1e-9) / 1e6:.1f} M/s)")
     check_gate(result)
     atomic_write_json(out, result)
-    print(f"leakage audit -> {out}")
+    log(f"leakage audit -> {out}")
     return result

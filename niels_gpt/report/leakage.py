@@ -25,13 +25,13 @@ set, `check_gate` fails when any (val, train) fraction exceeds it, naming the wo
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from niels_gpt.layout import REPORT_FORMAT_VERSION
+from niels_gpt.log import log as log_line
 from niels_gpt.report.corpora import Split, excerpt, find_splits
 from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, windows_touching
 
@@ -157,7 +157,7 @@ def audit(
     max_fraction: float | None = None,
     num_threads: int = 2,
     tokenizer=None,
-    log: Callable[[str], object] = lambda msg: print(msg, file=sys.stderr),
+    log: Callable[[str], object] = log_line,
 ) -> dict:
     """The leakage result of every split under `cache_dir` (see the module docstring for its fields).
 
