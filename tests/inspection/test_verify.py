@@ -1,54 +1,26 @@
-"""`verify`: a fresh cache passes; each kind of damage fails naming the file; streaming scans are exact."""
+"""`verify`: a fresh cache passes; every meta.json is checked against the contract; not-built records are skipped."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
-import numpy as np
 import pytest
 
-from niels_gpt.cache.cli import main
-from niels_gpt.command_line import run_cli
-from niels_gpt.inspection import scan as token_scan
-from niels_gpt.inspection.scan import scan_bytes, scan_tokens
-from niels_gpt.tokenizer import train_sentencepiece
-from tests.support.cache_tree import build_tree, install_tokenizer
-from tests.support.corpus import tiny_corpus
+from niels_gpt.inspection.verify import verify
+from niels_gpt.meta import NOT_BUILT_REQUIRED, REQUIRED
+from tests.support.cache_tree import edit_meta
+from tests.support.cli import line_of, verify_cli
 
-
-@pytest.fixture
-def tree(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
-    return build_tree(tmp_path, tiny_tokenizer, tiny_tokenizer_path)
-
-
-def verify(capsys, *args) -> tuple[int, str]:
-    rc = run_cli(main, ["verify", *map(str, args)])
-    out = capsys.readouterr()
-    return rc, out.out + out.err
-
-
-def line_of(out: str, name: str) -> str:
-    return next(line for line in out.splitlines() if line.startswith(name + " "))
-
-
-def problems_of(out: str, name: str) -> str:
-    """The lines of one artifact in verify's output: its own line and the problem lines under it."""
-    lines = out.splitlines()
-    start = lines.index(line_of(out, name))
-    rest = lines[start + 1 :]
-    more = next((i for i, line in enumerate(rest) if not line.startswith(" ")), len(rest))
-    return "\n".join(lines[start : start + 1 + more])
-
-
-def edit_tokens(path, fn) -> None:
-    tokens = np.fromfile(path, dtype="<u2")
-    fn(tokens)
-    tokens.tofile(path)
+META_OF = {
+    "tokenizer": "tokenizer/meta.json",
+    "pretrain": "pretrain/x/meta.json",
+    "sft": "sft/y/meta.json",
+    "streams": "streams/wiki_val.meta.json",
+}
 
 
 def test_fresh_cache_passes(tree, capsys):
-    rc, out = verify(capsys, tree)
+    rc, out = verify_cli(capsys, tree)
     assert rc == 0, out
     for name in ("tokenizer", "pretrain/x", "sft/y", "streams/wiki_train", "streams/wiki_val"):
         assert "  ok" in line_of(out, name)
@@ -57,256 +29,86 @@ def test_fresh_cache_passes(tree, capsys):
 
 
 def test_not_built_is_skipped_not_failed(tree, capsys):
-    rc, out = verify(capsys, tree / "pretrain" / "off")
+    rc, out = verify_cli(capsys, tree / "pretrain" / "off")
     assert rc == 0
     assert "skipped (not built: sources.off.enabled is false)" in line_of(out, "pretrain/off")
 
 
-def test_flipped_byte_fails_with_the_file_named_and_quick_skips_hashing(tree, capsys):
-    shard = tree / "pretrain/x/train/shard_00001.bin"
-    tokens = np.fromfile(shard, dtype="<u2")
-    pos = int(np.flatnonzero(tokens > 10)[0])  # stays an ordinary id below vocab_size after the flip
-    data = bytearray(shard.read_bytes())
-    data[2 * pos] ^= 1
-    shard.write_bytes(bytes(data))
-    rc, out = verify(capsys, tree)
-    assert rc == 1
-    assert "FAIL: train/shard_00001.bin: sha256" in line_of(out, "pretrain/x")
-    assert "1 failed" in out
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 0 and "sha256 not checked (--quick)" in out
-
-
-def test_truncated_shard_fails_as_odd_length(tree, capsys):
-    shard = tree / "pretrain/x/val/shard_00000.bin"
-    shard.write_bytes(shard.read_bytes()[:-1])
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 1
-    assert "val/shard_00000.bin" in out and "is odd, not a whole number of uint16 tokens" in out
-
-
-def test_id_outside_vocab_fails_even_quick(tree, capsys, tiny_tokenizer):
-    def put(t):
-        t[7] = tiny_tokenizer.vocab_size
-
-    edit_tokens(tree / "sft/y/train_tokens.bin", put)
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 1
-    assert (
-        f"train_tokens.bin: token id {tiny_tokenizer.vocab_size:,} >= vocab_size {tiny_tokenizer.vocab_size:,}" in out
-    )
-    assert "first bad id at token 7" in out
-
-
-def test_other_tokenizer_fails_naming_both_sha256(tree, capsys, tmp_path, tiny_tokenizer):
-    other = train_sentencepiece(tiny_corpus(200, seed=9), tmp_path / "other.model", vocab_size=380, num_threads=1)
-    install_tokenizer(tree, str(tmp_path / "other.model"), other)  # the tree's tokenizer is replaced
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 1
-    for name in ("pretrain/x", "sft/y"):
-        assert f"built with tokenizer sha256 {tiny_tokenizer.sha256}, but" in out.split(name, 1)[1]
-    assert other.sha256 in line_of(out, "pretrain/x") and "  ok" in line_of(out, "tokenizer")
-    assert "streams/wiki_train" in out and "  ok" in line_of(out, "streams/wiki_train")  # byte streams need none
-
-
-def test_tokenizer_flag_overrides_the_tree_tokenizer(tree, capsys, tmp_path):
-    other = train_sentencepiece(tiny_corpus(200, seed=9), tmp_path / "other.model", vocab_size=380, num_threads=1)
-    rc, out = verify(capsys, tree / "sft" / "y", "--quick", "--tokenizer", tmp_path / "other.model")
-    assert rc == 1 and other.sha256 in out
-
-
-def test_non_monotone_offsets_fail(tree, capsys):
-    idx_path = tree / "sft/y/train_idx.npy"
-    offsets = np.load(idx_path)
-    offsets[[3, 4]] = offsets[[4, 3]]
-    np.save(idx_path, offsets)
-    rc, out = verify(capsys, tree / "sft" / "y")
-    assert rc == 1
-    assert "train_idx.npy: offsets not strictly increasing (1 times; first at example 4" in out
-    assert "train_idx.npy: sha256" in out
-
-
-def test_offsets_must_start_at_zero_and_stay_inside(tree, capsys):
-    idx_path = tree / "sft/y/val_idx.npy"
-    offsets = np.load(idx_path)
-    offsets[0] = 1
-    offsets[-1] = 10**9
-    np.save(idx_path, offsets)
-    rc, out = verify(capsys, tree / "sft" / "y", "--quick")
-    assert rc == 1 and "first offset is 1, must be 0" in out and "last offset 1,000,000,000 is not below" in out
-
-
-def test_example_not_starting_with_a_role_token_fails(tree, capsys, tiny_tokenizer):
-    offsets = np.load(tree / "sft/y/train_idx.npy")
-
-    def put(t):
-        t[offsets[2]] = 300  # an ordinary piece where example 2's role token was
-
-    edit_tokens(tree / "sft/y/train_tokens.bin", put)
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 1 and "1 examples do not start with a role token (first: example 2, token 300" in out
-
-
-def test_label_count_is_checked_against_meta(tree, capsys):
-    meta_path = tree / "sft/y/meta.json"
-    meta = json.loads(meta_path.read_text())
-    meta["splits"]["train"]["num_label_tokens"] += 1
-    meta_path.write_text(json.dumps(meta))
-    rc, out = verify(capsys, tree / "sft" / "y", "--quick")
-    assert rc == 1 and "loss-active tokens, meta.json num_label_tokens says" in out
-
-
-def test_document_and_token_counts_are_checked_against_meta(tree, capsys):
-    meta_path = tree / "pretrain/x/meta.json"
-    meta = json.loads(meta_path.read_text())
-    meta["val_documents"] += 1
-    meta["shards"]["train"][0]["tokens"] -= 1
-    meta_path.write_text(json.dumps(meta))
-    rc, out = verify(capsys, tree / "pretrain" / "x", "--quick")
-    assert rc == 1
-    assert "train/shard_00000.bin: 1,000 tokens, meta.json says 999" in out
-    assert "val: " in out and f"documents in the shards (eot ids), meta.json says {meta['val_documents']:,}" in out
-
-
-def test_missing_and_unlisted_shards_fail(tree, capsys):
-    (tree / "pretrain/x/train/shard_00000.bin").rename(tree / "pretrain/x/train/shard_00099.bin")
-    rc, out = verify(capsys, tree / "pretrain" / "x", "--quick")
-    assert rc == 1
-    assert "train/shard_00000.bin: missing" in out and "train/shard_00099.bin: on disk but not listed" in out
-
-
 def test_missing_meta_fails(tree, capsys):
     (tree / "sft/y/meta.json").unlink()
-    rc, out = verify(capsys, tree, "--quick")
+    rc, out = verify_cli(capsys, tree, "--quick")
     assert rc == 1 and "FAIL: no meta.json: the build never finished" in line_of(out, "sft/y")
 
 
 def test_stray_tmp_is_reported(tree, capsys):
     tmp = tree / "pretrain/x/train/shard_00003.bin.tmp"
     tmp.write_bytes(b"\0\0")
-    rc, out = verify(capsys, tree, "--quick")
+    rc, out = verify_cli(capsys, tree, "--quick")
     assert rc == 0  # a warning: a build may be running
     assert f"warn: stray temporary file {tmp}" in out and "1 stray .tmp file;" in out
-    rc, out = verify(capsys, tree / "sft" / "y", "--quick")
+    rc, out = verify_cli(capsys, tree / "sft" / "y", "--quick")
     assert "warn:" not in out and "0 stray .tmp files" in out  # only the named artifact's folder is searched
-
-
-def test_damaged_stream_fails(tree, capsys):
-    stream = tree / "streams/wiki_val.bin"
-    data = bytearray(stream.read_bytes())
-    data[0] = 0xFF  # never valid in UTF-8
-    stream.write_bytes(bytes(data))
-    rc, out = verify(capsys, tree / "streams" / "wiki_val.bin")
-    assert rc == 1
-    assert "wiki_val.bin: sha256" in out and "wiki_val.bin: invalid UTF-8 at byte 0" in out
-    assert "streams/wiki_train" not in out  # only the stream named
-
-
-def test_missing_cache_is_one_error_that_says_how_to_build(tmp_path, capsys):
-    rc = run_cli(main, ["verify", str(tmp_path / "nope")])
-    err = capsys.readouterr().err
-    assert rc == 1 and err.count("\n") == 1
-    assert err.startswith("error: ") and "snakemake" in err
 
 
 def test_missing_tokenizer_fails_once(tree, capsys):
     for name in ("spm.model", "meta.json"):
         (tree / "tokenizer" / name).unlink()
-    rc, out = verify(capsys, tree / "pretrain" / "x", "--quick")
+    rc, out = verify_cli(capsys, tree / "pretrain" / "x", "--quick")
     assert rc == 1 and "tokenizer in use  FAIL:" in out and "spm.model: tokenizer model not found" in out
     assert "  ok" in line_of(out, "pretrain/x")  # still checked against its own vocab_size
-
-
-@pytest.mark.parametrize("chunk_bytes", [4, 6, 1 << 20])
-def test_scan_is_exact_across_chunk_boundaries(tmp_path, monkeypatch, chunk_bytes):
-    monkeypatch.setattr(token_scan, "SCAN_CHUNK_BYTES", chunk_bytes)
-    eot = 4
-    tokens = np.array([4, 9, 9, 4, 4, 7, 4, 4, 4, 8, 500, 3, 4], dtype="<u2")  # starts with eot: empty doc
-    path = tmp_path / "t.bin"
-    tokens.tofile(path)
-    s = scan_tokens(path, vocab_size=400, eot_id=eot, sample_frac=1.0)
-    assert s.sha256 == hashlib.sha256(tokens.tobytes()).hexdigest()
-    assert (s.n_tokens, s.max_id, s.first_out_of_vocab, s.last_token) == (13, 500, 10, 4)
-    is_eot = tokens == eot
-    assert s.n_eot == is_eot.sum() == 7
-    assert s.n_double_eot == int(is_eot[0]) + int((is_eot[1:] & is_eot[:-1]).sum()) == 4
-    assert (s.id_counts[:501] == np.bincount(tokens, minlength=501)).all()
-    assert scan_tokens(path, eot_id=eot, after_eot=False, hash=False).n_double_eot == 3  # continues a split
-    text = "ab✓cd".encode()  # the 3-byte character straddles small chunks
-    (tmp_path / "s.bin").write_bytes(text)
-    b = scan_bytes(tmp_path / "s.bin")
-    assert b.utf8_error is None and b.sha256 == hashlib.sha256(text).hexdigest()
-    (tmp_path / "s.bin").write_bytes(text[:-3])
-    assert "truncated UTF-8" in scan_bytes(tmp_path / "s.bin").utf8_error
-
-
-def edit_meta(path, **changes) -> dict:
-    """Set (or, with value None, remove) top-level fields of a meta.json; returns the original."""
-    meta = json.loads(path.read_text())
-    edited = {**meta, **changes}
-    path.write_text(json.dumps({k: v for k, v in edited.items() if k not in changes or v is not None}))
-    return meta
-
-
-def test_format_version_mismatch_fails_naming_both_versions(tree, capsys):
-    from niels_gpt.layout import FORMAT_VERSION, STREAM_FORMAT_VERSION
-
-    edit_meta(tree / "pretrain/x/meta.json", format_version=FORMAT_VERSION - 1)
-    edit_meta(tree / "streams/wiki_val.meta.json", format_version=STREAM_FORMAT_VERSION + 1)
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 1 and "2 failed" in out
-    assert f"format_version {FORMAT_VERSION - 1} in meta.json, this code reads {FORMAT_VERSION}; rebuild it" in line_of(
-        out, "pretrain/x"
-    )
-    assert f"format_version {STREAM_FORMAT_VERSION + 1} in meta.json, this code reads {STREAM_FORMAT_VERSION}" in (
-        line_of(out, "streams/wiki_val")
-    )
-
-
-def test_vocab_size_and_special_ids_unlike_the_tokenizer_fail(tree, capsys, tiny_tokenizer):
-    specials = {**tiny_tokenizer.special_ids, "eot": 9}
-    edit_meta(tree / "sft/y/meta.json", vocab_size=tiny_tokenizer.vocab_size + 1, special_token_ids=specials)
-    rc, out = verify(capsys, tree / "sft" / "y", "--quick")
-    assert rc == 1
-    line = problems_of(out, "sft/y")
-    assert (
-        f"vocab_size {tiny_tokenizer.vocab_size + 1} in meta.json, the tokenizer has {tiny_tokenizer.vocab_size}"
-        in line
-    )
-    assert f"special_token_ids {specials} in meta.json, the tokenizer has {tiny_tokenizer.special_ids}" in line
-
-
-def test_tokenizer_model_unlike_its_meta_fails(tree, capsys, tiny_tokenizer):
-    edit_meta(tree / "tokenizer/meta.json", sha256="0" * 64, vocab_size=tiny_tokenizer.vocab_size - 4)
-    rc, out = verify(capsys, tree / "tokenizer")
-    assert rc == 1
-    line = problems_of(out, "tokenizer")
-    assert f"spm.model: sha256 {tiny_tokenizer.sha256} does not match meta.json's {'0' * 64}" in line
-    assert (
-        f"spm.model: {tiny_tokenizer.vocab_size:,} ids, specials {tiny_tokenizer.special_ids}; meta.json says "
-        f"{tiny_tokenizer.vocab_size - 4}" in line
-    )
 
 
 def test_meta_without_required_fields_fails_naming_them(tree, capsys):
     edit_meta(tree / "pretrain/x/meta.json", seed=None, token_dtype=None)
     edit_meta(tree / "streams/wiki_train.meta.json", sha256=None)
-    rc, out = verify(capsys, tree, "--quick")
+    rc, out = verify_cli(capsys, tree, "--quick")
     assert rc == 1
-    assert "meta.json lacks required field(s) seed, token_dtype" in line_of(out, "pretrain/x")
-    assert "meta.json lacks required field(s) sha256" in line_of(out, "streams/wiki_train")
+    assert "FAIL: meta.json: missing required field(s) seed, token_dtype" in line_of(out, "pretrain/x")
+    assert "FAIL: wiki_train.meta.json: missing required field(s) sha256" in line_of(out, "streams/wiki_train")
 
 
-def test_stream_whose_length_differs_from_its_meta_fails(tree, capsys):
-    stream = tree / "streams/wiki_train.bin"
-    n = stream.stat().st_size
-    stream.write_bytes(stream.read_bytes() + b"more text")
-    rc, out = verify(capsys, tree / "streams")
+@pytest.mark.parametrize("kind", list(REQUIRED))
+def test_every_field_the_contract_requires_is_checked(tree, kind):
+    """verify asks meta.check_required: without any of the fields meta.REQUIRED lists for its kind, an
+    artifact fails naming every one of them, in the contract's order."""
+    path = tree / META_OF[kind]
+    required = [k for k in REQUIRED[kind] if k != "kind"]
+    edit_meta(path, **dict.fromkeys(required))
+    (check,) = [c for c in verify(tree, quick=True)[1] if c.artifact.meta_path == path]
+    assert check.status == "FAIL"
+    assert check.problems == [f"{path.name}: missing required field(s) {', '.join(required)}"]
+
+
+def test_a_not_built_record_is_checked_against_the_not_built_contract(tree, capsys):
+    meta = json.loads((tree / "pretrain/off/meta.json").read_text())
+    assert set(NOT_BUILT_REQUIRED) <= set(meta)
+    edit_meta(tree / "pretrain/off/meta.json", reason=None, seed=None)
+    rc, out = verify_cli(capsys, tree / "pretrain" / "off")
+    assert rc == 1 and "FAIL: meta.json: missing required field(s) seed, reason" in line_of(out, "pretrain/off")
+
+
+def test_a_stream_left_unbuilt_is_skipped_with_its_reason(tree, capsys):
+    from niels_gpt.layout import STREAM_FORMAT_VERSION
+    from niels_gpt.meta import not_built, write_meta
+
+    path = tree / "streams" / "wiki_val.meta.json"
+    (tree / "streams" / "wiki_val.bin").unlink()
+    write_meta(path, not_built("streams", reason="too short", format_version=STREAM_FORMAT_VERSION, seed=0))
+    rc, out = verify_cli(capsys, tree / "streams")
+    assert rc == 0 and "skipped (not built: too short)" in line_of(out, "streams/wiki_val")
+
+
+def test_a_meta_of_another_family_fails(tree, capsys):
+    edit_meta(tree / "pretrain/x/meta.json", kind="sft")
+    edit_meta(tree / "streams/wiki_train.meta.json", kind="pretrain")
+    rc, out = verify_cli(capsys, tree, "--quick")
     assert rc == 1
-    assert f"wiki_train.bin: {n + 9:,} bytes, meta says n_bytes={n}" in line_of(out, "streams/wiki_train")
+    assert "FAIL: meta.json says kind 'sft', but the artifact sits in pretrain/" in line_of(out, "sft/x")
+    line = line_of(out, "streams/wiki_train")
+    assert "FAIL: meta.json says kind 'pretrain', but streams/wiki_train is a streams artifact" in line
 
 
-def test_missing_offsets_file_fails(tree, capsys):
-    (tree / "sft/y/val_idx.npy").unlink()
-    rc, out = verify(capsys, tree, "--quick")
-    assert rc == 1 and "val_idx.npy: missing; rebuild it (snakemake -j4 cache/all)" in line_of(out, "sft/y")
+def test_a_meta_without_kind_is_found_by_its_folder_and_fails(tree, capsys):
+    edit_meta(tree / "sft/y/meta.json", kind=None)
+    rc, out = verify_cli(capsys, tree, "--quick")
+    assert rc == 1 and "FAIL: meta.json: kind None is not an artifact kind" in line_of(out, "sft/y")

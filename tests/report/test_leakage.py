@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
-from niels_gpt.cache.cli import main
-from niels_gpt.command_line import run_cli
 from niels_gpt.report.leakage import LeakageError, audit, check_gate
-from tests.support.report_tree import PLANTED_DOC, PLANTED_SEGMENT, WIKI_SEGMENTS, WIKI_VAL, build_report_tree
+from tests.support.cache_tree import PLANTED_DOC, PLANTED_SEGMENT, WIKI_SEGMENTS, WIKI_VAL
 
 N = {"n_tokens": 13, "n_bytes": 50}
-
-
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
-    """(clean tree, tree with the planted duplicates)."""
-    return tuple(
-        build_report_tree(tmp_path_factory.mktemp(name), tiny_tokenizer, tiny_tokenizer_path, plant=plant)
-        for name, plant in (("clean", False), ("planted", True))
-    )
-
-
-@pytest.fixture(scope="module")
-def results(trees, tiny_tokenizer):
-    return tuple(audit(t, **N, top=3, tokenizer=tiny_tokenizer, log=lambda _: None) for t in trees)
 
 
 def val_row(result: dict, name: str) -> dict:
@@ -84,63 +66,10 @@ def test_gate_fails_naming_the_worst_pair_and_document(results):
     check_gate(dict(results[1], max_fraction=1.0))
 
 
-def cli(capsys, *args) -> tuple[int, str, str]:
-    rc = run_cli(main, [*map(str, args)])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def test_cli_writes_the_same_json_at_any_thread_count(trees, tmp_path, capsys):
-    outs = []
-    for threads in (1, 2):
-        out = tmp_path / f"leakage_{threads}.json"
-        rc, stdout, _ = cli(capsys, "leakage", "--set", f"cache_dir={trees[1]}", "--out", out, "--num-threads", threads)
-        assert rc == 0 and "pretrain/wikitext val:" in stdout
-        outs.append(out.read_bytes())
-    assert outs[0] == outs[1]
-    result = json.loads(outs[0])
-    assert result["n"] == {"tokens": 13, "bytes": 50} and result["max_fraction"] is None
-    assert [t["name"] for t in result["train_splits"]] == [
-        "pretrain/wikitext",
-        "pretrain/roam",
-        "sft/primer",
-        "streams/wiki",
-        "streams/roam",
-    ]
-
-
-def test_cli_gate_exits_1_with_the_offenders_and_writes_nothing(trees, tmp_path, capsys):
-    out = tmp_path / "leakage.json"
-    rc, _, err = cli(
-        capsys, "leakage", "--set", f"cache_dir={trees[1]}", "--set", "leakage.max_fraction=0.02", "--out", out
-    )
-    assert rc == 1 and not out.exists()
-    assert "\nerror: leakage gate:" in err and "pretrain/wikitext val in pretrain/roam train" in err
-
-
-def test_fractions_count_ngram_positions_not_distinct_ngrams(trees, tiny_tokenizer):
+def test_fractions_count_ngram_positions_not_distinct_ngrams(planted_tree, tiny_tokenizer):
     """A val n-gram that occurs twice counts twice: the fraction is a share of the val text."""
-    result = audit(trees[1], **N, top=0, tokenizer=None, log=lambda _: None)
+    result = audit(planted_tree, **N, top=0, tokenizer=None, log=lambda _: None)
     wiki = val_row(result, "pretrain/wikitext")
     assert wiki["top"] == []
     tokens = np.concatenate([tiny_tokenizer.encode(d) for d in WIKI_VAL]).size
     assert wiki["ngrams"] <= tokens
-
-
-def test_cli_ngram_lengths_and_listed_units_follow_the_leakage_keys(trees, tmp_path, capsys, tiny_tokenizer):
-    out = tmp_path / "leakage.json"
-    settings = ["leakage.n_tokens=20", "leakage.n_bytes=80", "leakage.top_units=0"]
-    rc, _, _ = cli(
-        capsys, "leakage", "--set", f"cache_dir={trees[1]}", *(a for s in settings for a in ("--set", s)), "--out", out
-    )
-    assert rc == 0
-    result = json.loads(out.read_text())
-    assert result["n"] == {"tokens": 20, "bytes": 80}
-    wiki = val_row(result, "pretrain/wikitext")
-    assert wiki["ngrams"] == sum(max(len(tiny_tokenizer.encode(d)) - 19, 0) for d in WIKI_VAL)
-    stream = val_row(result, "streams/wiki")
-    assert stream["ngrams"] == sum(max(len(s.encode()) - 79, 0) for s in WIKI_SEGMENTS["val"])
-    assert all(v["top"] == [] for v in result["val_splits"]) and wiki["fraction"]["pretrain/roam"] > 0
-    assert cli(capsys, "leakage", "--set", f"cache_dir={trees[1]}", "--out", out)[0] == 0
-    default = json.loads(out.read_text())  # top_units 10: the affected documents are listed
-    assert val_row(default, "pretrain/wikitext")["top"][0]["unit"] == PLANTED_DOC

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from niels_gpt.report.ngrams import BASE, Concatenated, NgramIndex, rolling_hashes, scan_matches, windows_touching
+from niels_gpt.report.ngrams import BASE, NgramIndex, rolling_hashes, scan_matches, windows_touching
+from niels_gpt.token_files import DiskSequence
 
 MASK = (1 << 64) - 1
 
@@ -62,7 +63,7 @@ def test_index_lookup_returns_exactly_the_members():
 def test_empty_index_finds_nothing():
     index, _ = NgramIndex.from_hashes(np.zeros(0, dtype=np.uint64))
     assert len(index.lookup(np.arange(10, dtype=np.uint64))) == 0
-    assert not scan_matches(Concatenated([np.arange(100, dtype=np.uint16)]), 3, index).any()
+    assert not scan_matches(np.arange(100, dtype=np.uint16), 3, index).any()
 
 
 def test_index_refuses_unsorted_keys():
@@ -70,24 +71,20 @@ def test_index_refuses_unsorted_keys():
         NgramIndex(np.array([5, 3], dtype=np.uint64))
 
 
-def test_concatenated_reads_across_arrays():
-    parts = [np.arange(0, 5), np.arange(5, 5), np.arange(5, 12), np.arange(12, 13)]
-    seq = Concatenated(parts)
-    assert len(seq) == 13
-    assert seq.read(3, 13).tolist() == list(range(3, 13)) and seq.read(5, 6).tolist() == [5]
-
-
 @pytest.mark.parametrize("chunk, threads", [(1, 1), (7, 2), (64, 2), (10_000, 1)])
-def test_scan_finds_every_val_ngram_whatever_the_chunks_and_shard_boundaries(chunk, threads):
+def test_scan_finds_every_val_ngram_whatever_the_chunks_and_shard_boundaries(tmp_path, chunk, threads):
     rng = np.random.default_rng(3)
     n = 13
     val = rng.integers(5, 400, size=600, dtype=np.uint16)
     train = rng.integers(5, 400, size=3000, dtype=np.uint16)
     train[1000:1100] = val[200:300]  # copied: 88 of val's n-grams
     train[1995:2010] = val[0:15]  # crosses the shard boundary at 2000
-    shards = [train[:2000], train[2000:2000], train[2000:]]
+    shards = [tmp_path / f"shard_{k}.bin" for k in range(3)]
+    for path, part in zip(shards, (train[:2000], train[2000:2000], train[2000:])):
+        part.tofile(path)
     index, inverse = NgramIndex.from_hashes(rolling_hashes(val, n))
-    seen = scan_matches(Concatenated(shards), n, index, chunk=chunk, num_threads=threads)
+    seen = scan_matches(DiskSequence(shards), n, index, chunk=chunk, num_threads=threads)
+    assert np.array_equal(scan_matches(train, n, index, chunk=chunk, num_threads=threads), seen)  # an array in memory
     train_grams = {tuple(train[i : i + n]) for i in range(len(train) - n + 1)}
     expected = [tuple(val[i : i + n]) in train_grams for i in range(len(val) - n + 1)]
     assert seen[inverse].tolist() == expected

@@ -7,25 +7,23 @@ import json
 import numpy as np
 import pytest
 
+from niels_gpt import token_files
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
 from niels_gpt.inspection.info import collect_info
 from niels_gpt.report import stats
-from tests.support.report_tree import ROAM_TRAIN, WIKI_SEGMENTS, WIKI_TRAIN, WIKI_VAL, build_report_tree
-
-
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
-    return build_report_tree(tmp_path_factory.mktemp("stats"), tiny_tokenizer, tiny_tokenizer_path, plant=False)
+from tests.support.cache_tree import ROAM_TRAIN, WIKI_SEGMENTS, WIKI_TRAIN, WIKI_VAL
 
 
 def by_name(rows: list[dict], name: str) -> dict:
     return next(r for r in rows if r["name"] == name)
 
 
-@pytest.mark.parametrize("chunk", [stats.READ_CHUNK, 5])
-def test_document_lengths_are_the_token_counts_of_the_input_documents(tree, tiny_tokenizer, monkeypatch, chunk):
-    monkeypatch.setattr(stats, "READ_CHUNK", chunk)  # 5 tokens: documents cross every read and shard
-    data = stats.pretrain_family(tree)
+@pytest.mark.parametrize("chunk_bytes", [token_files.READ_CHUNK_BYTES, 10])
+def test_document_lengths_are_the_token_counts_of_the_input_documents(
+    report_tree, tiny_tokenizer, monkeypatch, chunk_bytes
+):
+    monkeypatch.setattr(token_files, "READ_CHUNK_BYTES", chunk_bytes)  # 5 tokens: documents cross every read and shard
+    data = stats.pretrain_family(report_tree)
     wiki = by_name(data["sources"], "wikitext")["splits"]
     for split, docs in (("train", WIKI_TRAIN), ("val", WIKI_VAL)):
         lengths = [len(tiny_tokenizer.encode(d)) for d in docs]
@@ -45,22 +43,22 @@ def test_a_budget_cut_last_document_counts(tmp_path):
     assert got["length_hist"] == stats.length_histogram([2, 3, 2]).tolist()
 
 
-def test_budgets_come_from_meta(tree):
-    roam = by_name(stats.pretrain_family(tree)["sources"], "roam")
+def test_budgets_come_from_meta(report_tree):
+    roam = by_name(stats.pretrain_family(report_tree)["sources"], "roam")
     assert roam["splits"]["train"]["budget"] is None and roam["splits"]["train"]["documents"] == len(ROAM_TRAIN)
 
 
-def test_sft_numbers_match_meta_info_and_the_dataset(tree):
-    data = stats.sft_family(tree, {"primer": 0.1, "oasst1": 0.7, "dolly15k": 0.2})
+def test_sft_numbers_match_meta_info_and_the_dataset(report_tree):
+    data = stats.sft_family(report_tree, {"primer": 0.1, "oasst1": 0.7, "dolly15k": 0.2})
     primer = by_name(data["sources"], "primer")
-    meta = json.loads((tree / "sft" / "primer" / "meta.json").read_text())
-    rows, _, _ = collect_info(tree / "sft" / "primer")
+    meta = json.loads((report_tree / "sft" / "primer" / "meta.json").read_text())
+    rows, _, _ = collect_info(report_tree / "sft" / "primer")
     for split in ("train", "val"):
         got = primer["splits"][split]
         info = next(r for r in rows if r.split == split)
         assert (got["examples"], got["tokens"], got["labels"]) == (info.units, info.tokens, info.extra["labels"])
         assert got["cut"] == sum(info.extra["cut"].values())
-        ds = SFTExampleDataset.from_cache_dir(tree / "sft" / "primer", split, T=primer["t_max"])
+        ds = SFTExampleDataset.from_cache_dir(report_tree / "sft" / "primer", split, T=primer["t_max"])
         _, _, y_masked = ds.rows(np.arange(len(ds)))
         assert got["kept_targets"] == int((y_masked != -100).sum())
     assert primer["splits"]["train"]["cut"] == meta["splits"]["train"]["num_truncated"] > 0
@@ -75,8 +73,8 @@ def test_mixture_shares_weigh_content_per_row():
     assert got["b"]["implied_share"] == 0.75
 
 
-def test_bytes_per_token_and_vocabulary_use_come_from_ids_alone(tree, tiny_tokenizer):
-    data = stats.tokenizer_family(tree, tiny_tokenizer.piece_bytes())
+def test_bytes_per_token_and_vocabulary_use_come_from_ids_alone(report_tree, tiny_tokenizer):
+    data = stats.tokenizer_family(report_tree, tiny_tokenizer.piece_bytes())
     wiki = by_name(data["caches"], "pretrain/wikitext")
     val = wiki["splits"]["val"]
     assert val["bytes"] == sum(len(d.encode()) for d in WIKI_VAL)
@@ -88,8 +86,8 @@ def test_bytes_per_token_and_vocabulary_use_come_from_ids_alone(tree, tiny_token
     assert [c["name"] for c in data["caches"]] == ["pretrain/wikitext", "pretrain/roam", "sft/primer"]
 
 
-def test_stream_shares_are_byte_shares(tree):
-    data = stats.streams_family(tree, {"wiki": 0.5, "roam": 0.5, "primer": 0.0})
+def test_stream_shares_are_byte_shares(report_tree):
+    data = stats.streams_family(report_tree, {"wiki": 0.5, "roam": 0.5, "primer": 0.0})
     wiki = by_name(data["streams"], "wiki")
     assert wiki["splits"]["val"] == len("\n\n".join(WIKI_SEGMENTS["val"]).encode())
     roam = by_name(data["streams"], "roam")

@@ -1,15 +1,28 @@
-"""A small cache tree laid out like `cache/`, built with the real writers, for verify/info/inspect tests."""
+"""Small cache trees laid out like `cache/`, built with the real writers, for the inspection and report tests.
+
+`build_tree`: cache/{tokenizer, pretrain/x (3+ shards, budget-cut), pretrain/off (not built), sft/y,
+streams/wiki_{train,val}}, for verify/info/inspect.
+
+`build_report_tree`: under the registry's source names, for the report and the leakage audit:
+cache/{tokenizer, pretrain/{wikitext, roam} (the other pretrain sources: not built), sft/primer (long
+examples: some cut), streams/{wiki, roam}_{train,val}}. With `plant=True` wikitext val document
+PLANTED_DOC is copied into roam's train documents and wiki val segment PLANTED_SEGMENT into the roam
+train stream: the duplicates the leakage audit must find.
+"""
 
 from __future__ import annotations
 
-import shutil
+import json
 from pathlib import Path
 
-from niels_gpt.cache.meta import write_meta
-from niels_gpt.layout import FORMAT_VERSION
-from niels_gpt.pretrain.writer import build_pretrain_cache, write_not_built_meta
+import numpy as np
+
+from niels_gpt.config import schema_defaults
+from niels_gpt.layout import pretrain_dir, sft_dir, streams_dir, tokenizer_dir
+from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 from niels_gpt.sft.writer import build_sft_cache
 from niels_gpt.streams import write_stream
+from niels_gpt.tokenizer.job import build_tokenizer
 from tests.support.chats import random_chats
 from tests.support.corpus import tiny_corpus
 
@@ -23,32 +36,50 @@ KNOWN_CHAT = [
 STREAM_TEXT = "Ünïcødé stream text ✓\n\n" + "\n\n".join(tiny_corpus(20, seed=7))
 PRETRAIN_DOCS = tiny_corpus(60, seed=3)
 
+WIKI_TRAIN, WIKI_VAL = tiny_corpus(40, seed=11), tiny_corpus(8, seed=12)
+ROAM_TRAIN, ROAM_VAL = tiny_corpus(30, seed=13), tiny_corpus(5, seed=14)
+PLANTED_DOC = 3  # the wikitext val document copied into roam train
+STREAM_SEP = "\n\n"
+WIKI_SEGMENTS = {"train": tiny_corpus(30, seed=21), "val": tiny_corpus(6, seed=22)}
+ROAM_SEGMENTS = {"train": tiny_corpus(20, seed=23), "val": tiny_corpus(4, seed=24)}
+PLANTED_SEGMENT = 2  # the wiki val segment copied into the roam train stream
+T_MAX = 48  # short, so that some primer examples are cut
 
-def install_tokenizer(root: Path, model_path: str, tokenizer) -> None:
-    """Copy a model to {root}/tokenizer/spm.model with the meta.json fields tokenizer_job writes."""
-    (root / "tokenizer").mkdir(parents=True, exist_ok=True)
-    shutil.copy(model_path, root / "tokenizer" / "spm.model")
-    write_meta(
-        str(root / "tokenizer" / "meta.json"),
-        {
-            "kind": "tokenizer",
-            "format_version": FORMAT_VERSION,
-            "model_file": "spm.model",
-            "sha256": tokenizer.sha256,
-            "vocab_size": tokenizer.vocab_size,
-            "special_token_ids": tokenizer.special_ids,
-        },
+
+def install_tokenizer(root: Path, model_path: str) -> dict:
+    """{root}/tokenizer/: `model_path` adopted by the tokenizer job (tokenizer.model_path); returns its meta."""
+    cfg = schema_defaults()
+    cfg["tokenizer"]["model_path"] = str(model_path)
+    return build_tokenizer(cfg, tokenizer_dir(root))
+
+
+def _not_built(root: Path, source: str, shard_bytes: int) -> None:
+    write_not_built_meta(
+        pretrain_dir(root, source),
+        reason=f"sources.{source}.enabled is false",
+        dataset_name=source,
+        dataset_config=None,
+        seed=0,
+        shard_bytes=shard_bytes,
     )
 
 
+def _streams(root: Path, texts: dict[str, dict[str, str]], sep: str | None = None) -> None:
+    """{source: {split: text}} written as streams (with the separator their segments are cut at)."""
+    for source, splits in texts.items():
+        for split, text in splits.items():
+            inputs = {"source": source, "split": split, **({"sep": sep} if sep else {})}
+            write_stream(streams_dir(root), source, split, text.encode("utf-8"), inputs)
+
+
 def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
-    """cache/{tokenizer, pretrain/x (3+ shards, budget-cut), pretrain/off (not built), sft/y, streams/wiki_*}."""
+    """The tree of verify/info/inspect (see the module docstring)."""
     root = tmp_path / "cache"
-    install_tokenizer(root, model_path, tokenizer)
+    install_tokenizer(root, model_path)
     loader_counts = {"boilerplate_books_stripped": 2, "boilerplate_chars_removed": 345}  # as gutenberg records them
     build_pretrain_cache(
         iter(["  \n", *PRETRAIN_DOCS[:5], "", *PRETRAIN_DOCS[5:]]),  # two blank documents, skipped
-        str(root / "pretrain" / "x"),
+        pretrain_dir(root, "x"),
         provenance={"source": "x", "stream": {"cleaning": loader_counts}},
         tokenizer=tokenizer,
         max_train_tokens=2500,
@@ -59,18 +90,62 @@ def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
         val_doc_prob=0.2,
         num_threads=1,
     )
-    write_not_built_meta(
-        str(root / "pretrain" / "off"),
-        reason="sources.off.enabled is false",
-        dataset_name="off",
-        dataset_config=None,
-        seed=0,
-        shard_bytes=2000,
-    )
+    _not_built(root, "off", shard_bytes=2000)
     long_prompt = [{"role": "user", "content": "the river " * 100}, {"role": "assistant", "content": "yes"}]
     chats = [KNOWN_CHAT] + random_chats(30, seed=5) + [long_prompt] * 4  # head truncation at 64 drops these
-    build_sft_cache(chats, str(root / "sft" / "y"), tokenizer=tokenizer, val_frac=0.2, seed=0, t_max=64, source="y")
+    build_sft_cache(chats, sft_dir(root, "y"), tokenizer=tokenizer, val_frac=0.2, seed=0, t_max=64, source="y")
     half = len(STREAM_TEXT) // 2
-    for split, text in (("train", STREAM_TEXT[:half]), ("val", STREAM_TEXT[half:])):
-        write_stream(root / "streams", "wiki", split, text.encode("utf-8"), {"source": "wiki", "split": split})
+    _streams(root, {"wiki": {"train": STREAM_TEXT[:half], "val": STREAM_TEXT[half:]}})
     return root
+
+
+def build_report_tree(tmp_path: Path, tokenizer, model_path: str, *, plant: bool) -> Path:
+    """The tree of the report tests (see the module docstring)."""
+    root = tmp_path / "cache"
+    install_tokenizer(root, model_path)
+    roam_train = ROAM_TRAIN + ([WIKI_VAL[PLANTED_DOC]] if plant else [])
+    for source, train, val in (("wikitext", WIKI_TRAIN, WIKI_VAL), ("roam", roam_train, ROAM_VAL)):
+        build_pretrain_cache_presplit(
+            train,
+            val,
+            pretrain_dir(root, source),
+            tokenizer=tokenizer,
+            max_train_tokens=None,
+            max_val_tokens=None,
+            shard_bytes=3000,  # several shards: n-grams must cross shard boundaries
+            seed=0,
+            dataset_name=source,
+            num_threads=1,
+        )
+    for source in ("fineweb_edu", "gutenberg"):
+        _not_built(root, source, shard_bytes=3000)
+    chats = random_chats(40, seed=5, max_words=20)
+    build_sft_cache(
+        chats, sft_dir(root, "primer"), tokenizer=tokenizer, val_frac=0.25, seed=0, t_max=T_MAX, source="primer"
+    )
+    roam_segments = dict(ROAM_SEGMENTS)
+    if plant:
+        roam_segments["train"] = roam_segments["train"] + [WIKI_SEGMENTS["val"][PLANTED_SEGMENT]]
+    segments = {"wiki": WIKI_SEGMENTS, "roam": roam_segments}
+    _streams(root, {s: {k: STREAM_SEP.join(v) for k, v in by.items()} for s, by in segments.items()}, STREAM_SEP)
+    return root
+
+
+def meta_of(folder: Path) -> dict:
+    """The meta.json of an artifact folder, read as plain JSON."""
+    return json.loads((folder / "meta.json").read_text())
+
+
+def edit_meta(path: Path, **changes) -> dict:
+    """Set (or, with value None, remove) top-level fields of a meta.json; returns the original."""
+    meta = json.loads(path.read_text())
+    edited = {**meta, **changes}
+    path.write_text(json.dumps({k: v for k, v in edited.items() if k not in changes or v is not None}))
+    return meta
+
+
+def edit_tokens(path: Path, fn) -> None:
+    """Apply `fn` to a token file's ids in place (to damage a cache)."""
+    tokens = np.fromfile(path, dtype="<u2")
+    fn(tokens)
+    tokens.tofile(path)
