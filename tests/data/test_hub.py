@@ -59,52 +59,44 @@ class _Opened(Exception):
     """Raised by a stand-in `open_dataset` once it has seen the read."""
 
 
-# Each loader called with every hub keyword it has set away from its default, and the read that must reach
-# open_dataset: a keyword a loader dropped or misnamed would leave a default in the read.
+# Each loader called with every hub keyword it has, each set away from its default (the keywords are
+# HubRead's field names), and the read that must reach open_dataset: a keyword a loader dropped or
+# misnamed would leave a default in the read.
+WHERE = {"dataset_id": "d", "revision": "r", "data_files": "f"}
+STREAMED = {"split": "s", "streaming": False, "shuffle": False, "shuffle_buffer_size": 5, "seed": 1, "take": 2}
+PARTS = {"num_parts": 2, "part": 1}
 KEYWORD_READS = {
     "fineweb_edu": (
         "text_fields",
-        lambda: iter_fineweb_edu(
-            name="n", split="s", streaming=False, shuffle=False, shuffle_buffer_size=5, seed=1, take=2,
-            dataset_id="d", revision="r", data_files="f", num_parts=2, part=1,
-        ),
-        HubRead(
-            "d", "n", split="s", revision="r", data_files="f", streaming=False, shuffle=False, seed=1,
-            shuffle_buffer_size=5, take=2, num_parts=2, part=1,
-        ),
+        lambda: iter_fineweb_edu(name="n", **STREAMED, **WHERE, **PARTS),
+        HubRead(config="n", **STREAMED, **WHERE, **PARTS),
     ),
     "gutenberg": (
         "text_fields",
-        lambda: iter_gutenberg(
-            dataset_id="d", split="s", streaming=False, shuffle=False, shuffle_buffer_size=5, seed=1, take=2,
-            config="c", revision="r", data_files="f", num_parts=2, part=1,
-        ),
-        HubRead(
-            "d", "c", split="s", revision="r", data_files="f", streaming=False, shuffle=False, seed=1,
-            shuffle_buffer_size=5, take=2, num_parts=2, part=1,
-        ),
+        lambda: iter_gutenberg(config="c", **STREAMED, **WHERE, **PARTS),
+        HubRead(config="c", **STREAMED, **WHERE, **PARTS),
     ),
     "wikitext": (
         "wikitext",
-        lambda: iter_wikitext(config="c", split="s", take=3, dataset_id="d", revision="r", data_files={"s": "f"}),
-        HubRead("d", "c", split="s", take=3, revision="r", data_files={"s": "f"}),
+        lambda: iter_wikitext(config="c", split="s", take=3, **WHERE),
+        HubRead(config="c", split="s", take=3, **WHERE),
     ),
     "load_wikitext": (
         "wikitext",
-        lambda: iter([load_wikitext(config="c", dataset_id="d", revision="r", data_files="f", splits={"k": "train"})]),
-        HubRead("d", "c", revision="r", data_files="f"),
+        lambda: iter([load_wikitext(config="c", splits={"k": "train"}, **WHERE)]),
+        HubRead(config="c", **WHERE),
     ),
     "dolly15k": (
         "dolly",
-        lambda: iter_dolly_sft(split="s", seed=1, shuffle=False, take=2, dataset_id="d", revision="r", data_files="f"),
-        HubRead("d", split="s", seed=1, take=2, revision="r", data_files="f"),
+        lambda: iter_dolly_sft(split="s", seed=1, shuffle=False, take=2, **WHERE),
+        HubRead(split="s", seed=1, take=2, **WHERE),
     ),
     "oasst1": (
         "oasst1",
-        lambda: iter_oasst1_sft(split="s", seed=1, dataset_id="d", revision="r", data_files="f"),
-        HubRead("d", split="s", seed=1, revision="r", data_files="f"),
+        lambda: iter_oasst1_sft(split="s", seed=1, **WHERE),
+        HubRead(split="s", seed=1, **WHERE),
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("loader", sorted(KEYWORD_READS))
