@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.cache_tree import build_report_tree
+from tests.support.cache_tree import build_report_tree, build_special_tree
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +17,12 @@ def report_tree(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
 def planted_tree(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
     """The same tree with a wikitext val document and a wiki val segment copied into roam's train side."""
     return build_report_tree(tmp_path_factory.mktemp("planted"), tiny_tokenizer, tiny_tokenizer_path, plant=True)
+
+
+@pytest.fixture(scope="session")
+def special_tree(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
+    """SFT caches whose train and val share text only across special tokens."""
+    return build_special_tree(tmp_path_factory.mktemp("special"), tiny_tokenizer, tiny_tokenizer_path)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from niels_gpt.report.leakage import LeakageError, audit, check_gate
-from tests.support.cache_tree import PLANTED_DOC, PLANTED_SEGMENT, WIKI_SEGMENTS, WIKI_VAL
+from tests.support.cache_tree import PLANTED_DOC, PLANTED_SEGMENT, SHARED_TURNS, WIKI_SEGMENTS, WIKI_VAL
 
 N = {"n_tokens": 13, "n_bytes": 50}
 
@@ -73,3 +73,50 @@ def test_fractions_count_ngram_positions_not_distinct_ngrams(planted_tree, tiny_
     assert wiki["top"] == []
     tokens = np.concatenate([tiny_tokenizer.encode(d) for d in WIKI_VAL]).size
     assert wiki["ngrams"] <= tokens
+
+
+def sft_examples(folder, split: str) -> list[np.ndarray]:
+    """The examples of an SFT split, read with numpy alone."""
+    tokens = np.fromfile(folder / f"{split}_tokens.bin", dtype="<u2")
+    offsets = np.load(folder / f"{split}_idx.npy").tolist()
+    return [tokens[a:b] for a, b in zip(offsets, offsets[1:] + [len(tokens)])]
+
+
+def brute_force(cache, tokenizer, n: int, *, exclude_specials: bool = True) -> dict:
+    """{val name: (n-grams, {train name: fraction})} by definition: every window of n ids inside one val
+    example (holding no special id, unless `exclude_specials` is False), looked up among every window of
+    the train split's ids."""
+    specials = set(tokenizer.special_ids.values())
+    sources = sorted(p.name for p in (cache / "sft").iterdir())
+    trains = {}
+    for s in sources:
+        ids = np.concatenate(sft_examples(cache / "sft" / s, "train")).tolist()
+        trains[f"sft/{s}"] = {tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)}
+    out = {}
+    for s in sources:
+        grams = [
+            tuple(ex[i : i + n].tolist())
+            for ex in sft_examples(cache / "sft" / s, "val")
+            for i in range(len(ex) - n + 1)
+            if not (exclude_specials and specials & set(ex[i : i + n].tolist()))
+        ]
+        if grams:
+            out[f"sft/{s}"] = (
+                len(grams),
+                {t: round(sum(g in grams_t for g in grams) / len(grams), 6) for t, grams_t in trains.items()},
+            )
+    return out
+
+
+def test_ngrams_holding_a_special_token_are_never_counted(special_tree, tiny_tokenizer):
+    """Chats of primer and dolly15k share only short turns: their text meets only across the specials
+    between turns. The audit agrees exactly with a brute-force count that leaves out every n-gram holding
+    a special id; counting those would find dolly15k text in primer val."""
+    assert all(len(tiny_tokenizer.encode(text)) < 13 for _, text in SHARED_TURNS)
+    result = audit(special_tree, **N, top=0, log=lambda _: None)
+    want = brute_force(special_tree, tiny_tokenizer, 13)
+    got = {v["name"]: (v["ngrams"], v["fraction"]) for v in result["val_splits"]}
+    assert got == want and list(want) == ["sft/primer"]
+    assert want["sft/primer"][0] > 0 and want["sft/primer"][1]["sft/dolly15k"] == 0.0
+    across = brute_force(special_tree, tiny_tokenizer, 13, exclude_specials=False)["sft/primer"]
+    assert across[0] > want["sft/primer"][0] and across[1]["sft/dolly15k"] > 0  # what a count across specials finds

@@ -3,6 +3,10 @@
 `build_tree`: cache/{tokenizer, pretrain/x (3+ shards, budget-cut), pretrain/off (not built), sft/y,
 streams/wiki_{train,val}}, for verify/info/inspect.
 
+`build_special_tree`: sft/primer and sft/dolly15k whose chats open with the same short turns (each
+shorter than a 13-gram) and go on with text of their own, so their train and val splits share text
+only across the special tokens between the turns.
+
 `build_report_tree`: under the registry's source names, for the report and the leakage audit:
 cache/{tokenizer, pretrain/{wikitext, roam} (the other pretrain sources: not built), sft/primer (long
 examples: some cut), streams/{wiki, roam}_{train,val}}. With `plant=True` wikitext val document
@@ -44,6 +48,7 @@ WIKI_SEGMENTS = {"train": tiny_corpus(30, seed=21), "val": tiny_corpus(6, seed=2
 ROAM_SEGMENTS = {"train": tiny_corpus(20, seed=23), "val": tiny_corpus(4, seed=24)}
 PLANTED_SEGMENT = 2  # the wiki val segment copied into the roam train stream
 T_MAX = 48  # short, so that some primer examples are cut
+SHARED_TURNS = [("user", "the river"), ("assistant", "stone light"), ("user", "garden window"), ("system", "paper")]
 
 
 def install_tokenizer(root: Path, model_path: str) -> dict:
@@ -96,6 +101,19 @@ def build_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
     build_sft_cache(chats, sft_dir(root, "y"), tokenizer=tokenizer, val_frac=0.2, seed=0, t_max=64, source="y")
     half = len(STREAM_TEXT) // 2
     _streams(root, {"wiki": {"train": STREAM_TEXT[:half], "val": STREAM_TEXT[half:]}})
+    return root
+
+
+def build_special_tree(tmp_path: Path, tokenizer, model_path: str) -> Path:
+    """The tree whose splits share text only across special tokens (see the module docstring)."""
+    root = tmp_path / "cache"
+    install_tokenizer(root, model_path)
+    for source, seed, val_frac in (("primer", 31, 0.5), ("dolly15k", 32, 0.0)):
+        own = tiny_corpus(12, seed=seed)
+        chats = [
+            [{"role": r, "content": c} for r, c in SHARED_TURNS] + [{"role": "assistant", "content": t}] for t in own
+        ]
+        build_sft_cache(chats, sft_dir(root, source), tokenizer=tokenizer, val_frac=val_frac, seed=0, t_max=512)
     return root
 
 
