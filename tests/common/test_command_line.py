@@ -1,8 +1,10 @@
-"""What every CLI command shares: --spec / --set refused with the reason, one `error:` line for a user
-error, Ctrl-C -> exit 130 with nothing half-built left looking complete."""
+"""What every CLI command shares: where its config comes from (file < --spec < --set < --demo < its flags),
+--spec / --set refused with the reason, --tokenizer and --num-threads, one `error:` line for a user error,
+Ctrl-C -> exit 130 with nothing half-built left looking complete."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -13,7 +15,16 @@ import pytest
 import yaml
 
 from niels_gpt.cache.cli import main
-from niels_gpt.command_line import run_cli
+from niels_gpt.command_line import (
+    add_config_args,
+    add_num_threads_arg,
+    add_tokenizer_arg,
+    nested,
+    resolve_config,
+    run_cli,
+    tokenizer_path,
+)
+from niels_gpt.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 STREAMS = ["build-streams", "--source", "primer", "--out-dir"]
@@ -97,3 +108,75 @@ def test_ctrl_c_exits_130_and_leaves_no_cache_that_looks_complete(tmp_path, tiny
     interrupted = cache / "pretrain" / building[-1]
     assert not (interrupted / "meta.json").exists() and not list(interrupted.rglob("shard_*.bin"))
     assert (cache / "tokenizer" / "meta.json").exists()  # what finished before stays
+
+
+def parser(*add_args) -> argparse.ArgumentParser:
+    out = argparse.ArgumentParser(prog="cmd")
+    for add in add_args:
+        add(out)
+    return out
+
+
+def test_later_sources_of_config_win_file_spec_set_demo_flags(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"seed": 1, "streams": {"T": 11, "doc_separator": "|"}}))
+    read = parser(add_config_args).parse_args
+
+    def resolved(*args, flags=None):
+        cfg = resolve_config(read(["--config-file", str(config), *args]), flags)
+        return cfg["seed"], cfg["streams"]["T"], cfg["streams"]["doc_separator"], cfg["demo"]
+
+    assert resolved() == (1, 11, "|", False)
+    assert resolved("--spec", '{"seed": 2, "streams": {"T": 12}}') == (2, 12, "|", False)
+    assert resolved("--spec", '{"seed": 2}', "--set", "seed=3", "--set", "streams.T=13") == (3, 13, "|", False)
+    assert resolved("--set", "demo=false", "--demo") == (1, 11, "|", True)
+    assert resolved("--set", "seed=3", flags={"seed": 4, "streams.T": None}) == (4, 11, "|", False)  # None: not given
+
+
+def test_config_yaml_here_is_read_unless_a_spec_is_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    read = parser(add_config_args).parse_args
+    assert resolve_config(read([]))["seed"] == 42  # no config.yaml: the schema defaults
+    (tmp_path / "config.yaml").write_text("seed: 9\n")
+    assert resolve_config(read([]))["seed"] == 9
+    assert resolve_config(read(["--spec", "{}"]))["seed"] == 42  # a job's spec is over the defaults only
+    assert resolve_config(read(["--spec", "{}", "--config-file", "config.yaml"]))["seed"] == 9
+
+
+def test_dotted_keys_become_nested_dicts():
+    assert nested({"a.b": 1, "a.c.d": 2, "e": 3}) == {"a": {"b": 1, "c": {"d": 2}}, "e": 3}
+    with pytest.raises(ConfigError, match=r"^--set a.b: 'a' is set to a value, so it cannot also hold keys$"):
+        nested({"a": 1, "a.b": 2})
+
+
+def test_tokenizer_defaults_to_the_model_of_the_cache_tree():
+    read = parser(add_tokenizer_arg).parse_args
+    assert tokenizer_path(read([]), "runs/cache") == os.path.join("runs/cache", "tokenizer", "spm.model")
+    assert tokenizer_path(read(["--tokenizer", "my.model"]), "runs/cache") == "my.model"
+    assert "{cache_dir}/tokenizer/spm.model" in parser(add_tokenizer_arg).format_help()
+    custom = parser(lambda p: add_tokenizer_arg(p, help="the model the caches must match"))
+    assert "the model the caches must match" in custom.format_help()
+
+
+def test_num_threads_is_an_int_and_every_cpu_by_default(capsys):
+    read = parser(add_num_threads_arg).parse_args
+    assert read([]).num_threads == -1 and read(["--num-threads", "3"]).num_threads == 3
+    with pytest.raises(SystemExit):
+        read(["--num-threads", "two"])
+    assert "invalid int value: 'two'" in capsys.readouterr().err
+
+
+def test_run_cli_passes_the_exit_code_and_makes_user_errors_one_line(capsys):
+    def failing(error):
+        def main(argv):
+            raise error
+
+        return main
+
+    assert run_cli(lambda argv: 3, []) == 3
+    for error in (ValueError("bad value"), FileNotFoundError("x.bin: missing"), ConfigError("bad key")):
+        assert run_cli(failing(error), []) == 1
+        assert capsys.readouterr().err == f"error: {error}\n"
+    assert run_cli(failing(KeyboardInterrupt()), []) == 130 and capsys.readouterr().err == "interrupted\n"
+    with pytest.raises(RuntimeError):  # not a user error: the traceback is the report
+        run_cli(failing(RuntimeError("bug")), [])
