@@ -106,6 +106,15 @@ def add_tokenizer_arg(parser: argparse.ArgumentParser, *, help: str | None = Non
     )
 
 
+def add_source_args(parser: argparse.ArgumentParser, *, sources: tuple[str, ...], family: str) -> None:
+    """--source (one of `sources`), --tokenizer, --out-dir (default: {cache_dir}/{family}/{source}) and
+    --num-threads: what a command that builds one source's cache of `family` takes."""
+    parser.add_argument("--source", required=True, choices=sources, help=f"{family} source to build")
+    add_tokenizer_arg(parser)
+    parser.add_argument("--out-dir", default=None, help=f"cache folder (default: {{cache_dir}}/{family}/{{source}})")
+    add_num_threads_arg(parser)
+
+
 def tokenizer_path(args: argparse.Namespace, cache_dir: str | os.PathLike) -> str:
     """--tokenizer if given, else the model of the cache tree at `cache_dir`."""
     from niels_gpt.layout import tokenizer_model

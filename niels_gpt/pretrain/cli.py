@@ -13,13 +13,7 @@ from __future__ import annotations
 import argparse
 
 from niels_gpt import layout
-from niels_gpt.command_line import (
-    add_config_args,
-    add_num_threads_arg,
-    add_tokenizer_arg,
-    resolve_config,
-    tokenizer_path,
-)
+from niels_gpt.command_line import add_config_args, add_source_args, resolve_config, tokenizer_path
 from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES
 from niels_gpt.log import log
 
@@ -31,10 +25,7 @@ def register(sub) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--source", required=True, choices=PRETRAIN_SOURCES, help="pretrain source to build")
-    add_tokenizer_arg(p)
-    p.add_argument("--out-dir", default=None, help="cache folder (default: {cache_dir}/pretrain/{source})")
-    add_num_threads_arg(p)
+    add_source_args(p, sources=PRETRAIN_SOURCES, family="pretrain")
     p.add_argument(
         "--part",
         type=int,

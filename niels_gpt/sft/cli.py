@@ -16,6 +16,7 @@ from niels_gpt import layout
 from niels_gpt.command_line import (
     add_config_args,
     add_num_threads_arg,
+    add_source_args,
     add_tokenizer_arg,
     resolve_config,
     tokenizer_path,
@@ -31,10 +32,7 @@ def register(sub) -> None:
         description="Render every chat with the one template (assistant-only labels), split by example or by group "
         "(oasst1: by tree) with the seeded split, and write uint16 tokens + int64 offsets + meta.json.",
     )
-    p.add_argument("--source", required=True, choices=SFT_SOURCES, help="which SFT source")
-    add_tokenizer_arg(p)
-    p.add_argument("--out-dir", default=None, help="output folder (default: {cache_dir}/sft/{source})")
-    add_num_threads_arg(p)
+    add_source_args(p, sources=SFT_SOURCES, family="sft")
     add_config_args(p)
     p.set_defaults(func=run_build_sft)
 

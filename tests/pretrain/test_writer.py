@@ -24,6 +24,12 @@ from tests.support.cache_files import documents, split_tokens
 from tests.support.corpus import tiny_corpus
 
 
+def build_presplit(train, val, out, tok, **kw):
+    args = dict(tokenizer=tok, max_train_tokens=None, max_val_tokens=None, seed=1)
+    args.update(kw)
+    return build_pretrain_cache_presplit(train, val, str(out), **args)
+
+
 def build_stream(texts, out, tok, **kw):
     args = dict(
         tokenizer=tok,
@@ -40,15 +46,8 @@ def build_stream(texts, out, tok, **kw):
 
 def test_presplit_roundtrip_decodes_every_document(tmp_path, tiny_tokenizer):
     train, val = tiny_corpus(40, seed=1), tiny_corpus(10, seed=2)
-    meta = build_pretrain_cache_presplit(
-        [PretrainSample(t, "x", {}) for t in train],
-        val,
-        str(tmp_path),
-        tokenizer=tiny_tokenizer,
-        max_train_tokens=None,
-        max_val_tokens=None,
-        shard_bytes=1 << 20,
-        seed=1,
+    meta = build_presplit(
+        [PretrainSample(t, "x", {}) for t in train], val, tmp_path, tiny_tokenizer, shard_bytes=1 << 20
     )
     for split, texts in (("train", train), ("val", val)):
         tokens = split_tokens(tmp_path, split)
@@ -98,16 +97,10 @@ def test_budgets_are_exact_and_the_crossing_document_is_cut(tmp_path, tiny_token
 
 
 def test_presplit_budgets_are_exact(tmp_path, tiny_tokenizer):
-    meta = build_pretrain_cache_presplit(
-        tiny_corpus(50, seed=6),
-        tiny_corpus(50, seed=7),
-        str(tmp_path),
-        tokenizer=tiny_tokenizer,
-        max_train_tokens=777,
-        max_val_tokens=0,
-        shard_bytes=100,
-        seed=1,
-    )
+    meta = build_presplit(
+        tiny_corpus(50, seed=6), tiny_corpus(50, seed=7), tmp_path, tiny_tokenizer,
+        max_train_tokens=777, max_val_tokens=0, shard_bytes=100,
+    )  # fmt: skip
     assert meta["train_tokens"] == len(split_tokens(tmp_path, "train")) == 777
     assert meta["val_tokens"] == 0 and list_shards(tmp_path / "val") == []
     assert meta["empty_splits"] == {"val": "max_val_tokens is 0: built without val on purpose"}
@@ -122,15 +115,7 @@ def test_blank_documents_are_skipped_and_counted(tmp_path, tiny_tokenizer):
     texts = tiny_corpus(30, seed=12)
     mixed = [d for pair in itertools.zip_longest(texts, BLANK * 3) for d in pair if d is not None]
     stream = build_stream(mixed, tmp_path / "s", tiny_tokenizer, val_doc_prob=0.3)
-    presplit = build_pretrain_cache_presplit(
-        mixed,
-        BLANK + texts[:3],
-        str(tmp_path / "p"),
-        tokenizer=tiny_tokenizer,
-        max_train_tokens=None,
-        max_val_tokens=None,
-        seed=1,
-    )
+    presplit = build_presplit(mixed, BLANK + texts[:3], tmp_path / "p", tiny_tokenizer)
     eot = tiny_tokenizer.eot_id
     for out, meta, n_blank in ((tmp_path / "s", stream, 12), (tmp_path / "p", presplit, 16)):
         for split in ("train", "val"):
@@ -164,17 +149,10 @@ def test_a_split_that_would_be_empty_fails_with_one_message_and_leaves_nothing(t
     )
     assert not (tmp_path / "meta.json").exists() and not list(tmp_path.rglob("*.bin*"))
     with pytest.raises(ValueError, match=r"roam: the val split would hold 0 tokens \(documents read: 2, blank: 2"):
-        build_pretrain_cache_presplit(
-            books,
-            ["", " \n"],
-            str(tmp_path),
-            tokenizer=tiny_tokenizer,
-            max_train_tokens=None,
-            max_val_tokens=None,
-            seed=1,
-            provenance={"source": "roam"},
-            split_setting="sources.roam.val_frac=0.1",
-        )
+        build_presplit(
+            books, ["", " \n"], tmp_path, tiny_tokenizer,
+            provenance={"source": "roam"}, split_setting="sources.roam.val_frac=0.1",
+        )  # fmt: skip
     assert not (tmp_path / "meta.json").exists() and not list(tmp_path.rglob("*.bin*"))
 
 
@@ -203,17 +181,7 @@ def test_shards_are_identical_for_one_two_and_three_workers(tmp_path, tiny_token
     for n in (1, 2, 3):
         out = tmp_path / str(n)
         if presplit:
-            meta = build_pretrain_cache_presplit(
-                texts[:90],
-                texts[90:],
-                str(out),
-                tokenizer=tiny_tokenizer,
-                max_train_tokens=None,
-                max_val_tokens=None,
-                seed=7,
-                shard_bytes=256,
-                num_threads=n,
-            )
+            meta = build_presplit(texts[:90], texts[90:], out, tiny_tokenizer, seed=7, shard_bytes=256, num_threads=n)
         else:
             meta = build_stream(texts, out, tiny_tokenizer, shard_bytes=256, num_threads=n)
         hashes.append({s: [x["sha256"] for x in meta["shards"][s]] for s in ("train", "val")})
@@ -296,9 +264,9 @@ def test_presplit_meta_counts_the_documents_read_up_to_the_cut(tmp_path, tiny_to
     val = tiny_corpus(5, seed=4)
 
     def build(out, train_budget):
-        return build_pretrain_cache_presplit(
-            texts, val, str(out), tokenizer=tiny_tokenizer, max_train_tokens=train_budget, max_val_tokens=None,
-            seed=1, dataset_name="someone/books", dataset_config="en",
+        return build_presplit(
+            texts, val, out, tiny_tokenizer, max_train_tokens=train_budget,
+            dataset_name="someone/books", dataset_config="en",
         )  # fmt: skip
 
     build(tmp_path / "whole", None)
@@ -317,10 +285,14 @@ def test_presplit_meta_counts_the_documents_read_up_to_the_cut(tmp_path, tiny_to
 
 
 def test_presplit_with_a_zero_train_budget_still_fills_val(tmp_path, tiny_tokenizer):
-    meta = build_pretrain_cache_presplit(
-        tiny_corpus(10, seed=8), tiny_corpus(10, seed=9), str(tmp_path), tokenizer=tiny_tokenizer,
-        max_train_tokens=0, max_val_tokens=50, seed=1,
-    )  # fmt: skip
+    meta = build_presplit(
+        tiny_corpus(10, seed=8),
+        tiny_corpus(10, seed=9),
+        tmp_path,
+        tiny_tokenizer,
+        max_train_tokens=0,
+        max_val_tokens=50,
+    )
     assert (meta["train_tokens"], meta["val_tokens"]) == (0, len(split_tokens(tmp_path, "val"))) == (0, 50)
 
 
