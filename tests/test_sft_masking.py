@@ -1,4 +1,4 @@
-"""Seed 000's acceptance test: in sys..eot usr..eot asst A B eot only A, B and that eot are targets."""
+"""SFT masking: in sys..eot usr..eot asst A B eot, only A, B and that eot are loss targets (everything else -100)."""
 
 from __future__ import annotations
 
