@@ -89,20 +89,6 @@ def list_shards(split_dir: str | os.PathLike) -> list[Path]:
     return sorted(p for p in d.glob(SHARD_GLOB) if not p.name.endswith(TMP_SUFFIX))
 
 
-def remove_files(directory: str | os.PathLike, patterns: tuple[str, ...]) -> list[Path]:
-    """Delete the files of `directory` matching any glob pattern; returns what was removed."""
-    d = Path(directory)
-    removed = []
-    if not d.is_dir():
-        return removed
-    for pattern in patterns:
-        for p in sorted(d.glob(pattern)):
-            if p.is_file():
-                p.unlink()
-                removed.append(p)
-    return removed
-
-
 class DiskSequence:
     """Raw files of one dtype (the shards of a split, an SFT tokens file, a byte stream) read as one 1-d
     sequence, with plain reads into new arrays: nothing is memory-mapped, so the pages read never stay
