@@ -28,6 +28,22 @@ report: "rules/report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/tokenizer.smk"
+include: "rules/pretrain.smk"
+include: "rules/sft.smk"
+include: "rules/streams.smk"
+include: "rules/report.smk"
+
+
+# Every declared output of every family (not just the meta.json files), and the report.
+ALL_FLAG = f"{CACHE}/{layout.ALL_FLAG}"
+ALL_TARGETS = [TOKENIZER_MODEL, TOKENIZER_META] + PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS
+ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON]
+
+# Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed
+# rebuild; drop the flag whenever one is missing so the next run rebuilds what is gone.
+if os.path.exists(ALL_FLAG) and not all(os.path.exists(t) for t in ALL_TARGETS):
+    os.remove(ALL_FLAG)
 
 
 localrules:
@@ -35,14 +51,8 @@ localrules:
 
 
 rule all:
+    default_target: True
     input:
         ALL_TARGETS,
     output:
         touch(ALL_FLAG),
-
-
-include: "rules/tokenizer.smk"
-include: "rules/pretrain.smk"
-include: "rules/sft.smk"
-include: "rules/streams.smk"
-include: "rules/report.smk"

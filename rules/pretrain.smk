@@ -4,11 +4,28 @@
 # With pretrain.num_parts > 1 the enabled streamed sources (PARTED_SOURCES) are built by pretrain_part
 # (one job per part, cache/pretrain/{source}/parts/part_NNN/) and pretrain_merge instead (niels_gpt/pretrain/parts.py).
 
+from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES, source_input_files
+from niels_gpt.layout import FORMAT_VERSION
+
+PRETRAIN_DIR = layout.pretrain_dir(CACHE, "{source}")  # the rules name their files with layout's names
+PART_DIR = f"{PRETRAIN_DIR}/{layout.PARTS_DIR}/{{part}}"
+# Scale-out (pretrain.num_parts > 1): the enabled streamed sources build as part jobs + one merge;
+# every other pretrain source (wikitext, roam, a disabled one) stays one `pretrain` job. Decided here,
+# at parse time, so every output has exactly one producing rule.
+NUM_PARTS = config["pretrain"]["num_parts"]
+PARTED_SOURCES = [s for s in STREAMED_SOURCES if NUM_PARTS > 1 and config["sources"][s]["enabled"]]
+WHOLE_SOURCES = [s for s in PRETRAIN_SOURCES if s not in PARTED_SOURCES]
+PART_NAMES = [layout.part_name(k) for k in range(NUM_PARTS)]
+# Every declared output of every pretrain source: inputs of the report jobs that read them, and of cache/all.
+PRETRAIN_TARGETS = [
+    f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)
+]
+
 
 rule pretrain:
     input:
         model=TOKENIZER_MODEL,
-        files=source_inputs,
+        files=source_inputs(source_input_files),
     output:
         train=directory(f"{PRETRAIN_DIR}/train"),
         val=directory(f"{PRETRAIN_DIR}/val"),
@@ -16,9 +33,9 @@ rule pretrain:
     wildcard_constraints:
         source="|".join(WHOLE_SOURCES),
     params:
-        spec=pretrain_spec,
+        spec=source_spec("seed", "demo", "pretrain.shard_bytes"),
         format_version=FORMAT_VERSION,
-        unnameable=source_unnameable,
+        unnameable=source_unnameable(source_input_files),
     threads: 2
     conda:
         "../environment.yml"
@@ -36,7 +53,7 @@ if PARTED_SOURCES:
     rule pretrain_part:
         input:
             model=TOKENIZER_MODEL,
-            files=source_inputs,
+            files=source_inputs(source_input_files),
         output:
             train=directory(f"{PART_DIR}/train"),
             val=directory(f"{PART_DIR}/val"),
@@ -45,9 +62,9 @@ if PARTED_SOURCES:
             source="|".join(PARTED_SOURCES),
             part="|".join(PART_NAMES),
         params:
-            spec=pretrain_part_spec,
-            unnameable=source_unnameable,
-            index=part_index,
+            spec=source_spec("seed", "demo", "pretrain.num_parts"),  # not shard_bytes: only the merge re-shards
+            unnameable=source_unnameable(source_input_files),
+            index=wildcard_index("part", PART_NAMES),
             format_version=FORMAT_VERSION,
         threads: 2
         conda:
@@ -63,7 +80,9 @@ if PARTED_SOURCES:
 
     rule pretrain_merge:
         input:
-            parts=pretrain_part_outputs,
+            parts=expand(  # every declared output of the source's part jobs
+                f"{PART_DIR}/{{name}}", part=PART_NAMES, name=(*layout.SPLITS, layout.META), allow_missing=True
+            ),
         output:
             train=directory(f"{PRETRAIN_DIR}/train"),
             val=directory(f"{PRETRAIN_DIR}/val"),
@@ -71,7 +90,7 @@ if PARTED_SOURCES:
         wildcard_constraints:
             source="|".join(PARTED_SOURCES),
         params:
-            spec=pretrain_merge_spec,
+            spec=config_spec("pretrain.shard_bytes", "pretrain.num_parts"),
             format_version=FORMAT_VERSION,
         conda:
             "../environment.yml"

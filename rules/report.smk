@@ -4,6 +4,15 @@
 # come from the caches and their meta.json (niels_gpt/report/stats.py), never from re-tokenizing.
 # Captions: rules/report/*.rst. leakage.max_fraction (null = report only) turns the audit into a gate.
 
+from niels_gpt.layout import REPORT_FORMAT_VERSION
+
+REPORT_DIR = layout.report_dir(CACHE)
+# Figure paths by name (the file name without its extension), and the audit's leakage.json.
+FIGURE = {
+    name.rsplit(".", 1)[0]: f"{REPORT_DIR}/{name}" for names in layout.REPORT_FIGURES.values() for name in names
+}
+LEAKAGE_JSON = f"{REPORT_DIR}/{layout.LEAKAGE_JSON}"
+
 
 rule report_pretrain:
     input:
@@ -12,7 +21,7 @@ rule report_pretrain:
         tokens=report(FIGURE["pretrain_tokens"], caption="report/pretrain_tokens.rst", category="Pretrain"),
         lengths=report(FIGURE["pretrain_doc_lengths"], caption="report/pretrain_doc_lengths.rst", category="Pretrain"),
     params:
-        spec=report_spec(),
+        spec=config_spec("cache_dir"),
         format_version=REPORT_FORMAT_VERSION,
     conda:
         "../environment.yml"
@@ -33,7 +42,7 @@ rule report_sft:
         supervision=report(FIGURE["sft_supervision"], caption="report/sft_supervision.rst", category="SFT"),
         mix=report(FIGURE["sft_mix"], caption="report/sft_mix.rst", category="SFT"),
     params:
-        spec=report_spec("sft.mix"),
+        spec=config_spec("cache_dir", "sft.mix"),
         format_version=REPORT_FORMAT_VERSION,
     conda:
         "../environment.yml"
@@ -56,7 +65,7 @@ rule report_tokenizer:
         ),
         vocab=report(FIGURE["tokenizer_vocab_use"], caption="report/tokenizer_vocab_use.rst", category="Tokenizer"),
     params:
-        spec=report_spec(),
+        spec=config_spec("cache_dir"),
         format_version=REPORT_FORMAT_VERSION,
     conda:
         "../environment.yml"
@@ -75,7 +84,7 @@ rule report_streams:
     output:
         mix=report(FIGURE["streams_mix"], caption="report/streams_mix.rst", category="Streams"),
     params:
-        spec=report_spec("streams.p_train"),
+        spec=config_spec("cache_dir", "streams.p_train"),
         format_version=REPORT_FORMAT_VERSION,
     conda:
         "../environment.yml"
@@ -95,7 +104,7 @@ rule leakage:
     output:
         json=LEAKAGE_JSON,
     params:
-        spec=report_spec("leakage"),
+        spec=config_spec("cache_dir", "leakage"),
         format_version=REPORT_FORMAT_VERSION,
     threads: 2
     conda:
@@ -116,7 +125,7 @@ rule report_leakage:
         heatmap=report(FIGURE["leakage"], caption="report/leakage.rst", category="Leakage"),
         table=report(FIGURE["leakage_table"], caption="report/leakage_table.rst", category="Leakage"),
     params:
-        spec=report_spec(),
+        spec=config_spec("cache_dir"),
         format_version=REPORT_FORMAT_VERSION,
     conda:
         "../environment.yml"

@@ -2,11 +2,18 @@
 # {split}_tokens.bin holds uint16 ids of whole examples back to back, {split}_idx.npy their int64
 # start offsets; the assistant-only loss mask is recomputed from the special ids at read time.
 
+from niels_gpt.data.registry import SFT_SOURCES, source_input_files
+from niels_gpt.layout import FORMAT_VERSION
+
+SFT_DIR = layout.sft_dir(CACHE, "{source}")
+# Every declared output of every SFT source: inputs of the report jobs that read them, and of cache/all.
+SFT_TARGETS = [f"{layout.sft_dir(CACHE, s)}/{name}" for s in SFT_SOURCES for name in layout.sft_file_names()]
+
 
 rule sft:
     input:
         model=TOKENIZER_MODEL,
-        files=source_inputs,
+        files=source_inputs(source_input_files),
     output:
         train_tokens=f"{SFT_DIR}/{layout.sft_tokens_name('train')}",
         train_idx=f"{SFT_DIR}/{layout.sft_offsets_name('train')}",
@@ -16,8 +23,8 @@ rule sft:
     wildcard_constraints:
         source="|".join(SFT_SOURCES),
     params:
-        spec=sft_spec,
-        unnameable=source_unnameable,
+        spec=source_spec("seed", "demo", "sft.t_max"),
+        unnameable=source_unnameable(source_input_files),
         format_version=FORMAT_VERSION,
     threads: 2
     conda:
