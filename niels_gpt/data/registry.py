@@ -2,10 +2,11 @@
 
 Every other part of the pipeline (the rules, the jobs, the CLIs, the config checks) takes its source
 names from the tuples below. `cfg` is the validated dict of `niels_gpt.config.prepare_config`
-(`sources.*` keys of config_schema.yaml). Demo routing lives here and only here: `hub_read(cfg, source)`
-is the one `hub.HubRead` of a hub source, and with `cfg["demo"]` it reads `sources.<name>.demo_data_files`
-through the same `hub.open_dataset` path; roam reads `demo_root`.
+(`sources.*` keys of config_schema.yaml). Demo routing lives here and only here: with `cfg["demo"]`,
+a hub source's read names its `sources.<name>.demo_data_files`, read through the same
+`hub.open_dataset` path, and roam reads `demo_root`.
 
+- `hub_read(cfg, source)`: the `HubRead` of a hub source, built once and passed to its loader.
 - `pretrain_input(cfg, source)`: a `PretrainInput`; fineweb_edu / gutenberg are one seeded,
   buffer-shuffled "stream" (the writer assigns val by its seeded rule); wikitext (one sample per
   article) and roam (one per file) are "presplit". Iterables are lazy and re-iterable.
@@ -114,8 +115,7 @@ def _roam_split(cfg: dict) -> tuple[list[str], list[str]]:
 
 def _static_provenance(cfg: dict, source: str, read: HubRead) -> dict:
     """What is known before reading: the dataset asked for (the resolved revision comes later)."""
-    s = cfg["sources"][source]
-    prov = {"source": source, "demo": bool(cfg["demo"]), "dataset_id": s["dataset_id"], "config": s.get("config")}
+    prov = {"source": source, "demo": bool(cfg["demo"]), "dataset_id": read.dataset_id, "config": read.config}
     prov["revision_requested"] = read.revision
     if read.local:
         prov["data_files_globs"] = read.data_files
