@@ -84,3 +84,13 @@ def test_inspect_refuses_ambiguous_or_mismatched_input(tree, capsys, tmp_path):
     train_sentencepiece(tiny_corpus(200, seed=9), tmp_path / "other.model", vocab_size=380, num_threads=1)
     rc, _, err = cache_cli(capsys, "inspect", tree / "sft" / "y", "--tokenizer", tmp_path / "other.model")
     assert rc == 1 and "would decode to the wrong text" in err and err.count("\n") == 1
+
+
+def test_inspect_refuses_a_stream_left_unbuilt(tree, capsys):
+    from niels_gpt.layout import STREAM_FORMAT_VERSION
+    from niels_gpt.meta import not_built, write_meta
+
+    meta = not_built("streams", reason="shorter than T+1", format_version=STREAM_FORMAT_VERSION, seed=0)
+    write_meta(tree / "streams" / "wiki_val.meta.json", meta)
+    rc, _, err = cache_cli(capsys, "inspect", tree / "streams" / "wiki_val.meta.json")
+    assert rc == 1 and "not built (shorter than T+1); nothing to inspect" in err

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from niels_gpt import token_files
-from niels_gpt.inspection.scan import scan_bytes, scan_tokens
+from niels_gpt.inspection.scan import example_blocks, example_lengths, scan_bytes, scan_tokens
 
 
 @pytest.mark.parametrize("chunk_bytes", [4, 6, 1 << 20])
@@ -32,3 +32,33 @@ def test_scan_is_exact_across_chunk_boundaries(tmp_path, monkeypatch, chunk_byte
     assert b.utf8_error is None and b.sha256 == hashlib.sha256(text).hexdigest()
     (tmp_path / "s.bin").write_bytes(text[:-3])
     assert "truncated UTF-8" in scan_bytes(tmp_path / "s.bin").utf8_error
+
+
+def test_progress_counts_every_byte_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(token_files, "READ_CHUNK_BYTES", 6)
+    np.arange(11, dtype="<u2").tofile(tmp_path / "t.bin")
+    (tmp_path / "s.bin").write_bytes(b"0123456789abc")
+    seen = []
+    scan_tokens(tmp_path / "t.bin", on_bytes=seen.append)
+    assert seen == [6, 6, 6, 4]
+    seen.clear()
+    scan_bytes(tmp_path / "s.bin", on_bytes=seen.append)
+    assert seen == [6, 6, 1]
+
+
+def test_example_blocks_are_runs_of_whole_examples_covering_the_file():
+    offsets = np.array([0, 3, 4, 20, 22, 30])
+    n_tokens = 33
+    blocks = list(example_blocks(offsets, n_tokens, block_tokens=5))
+    assert [(lo, hi, starts.tolist()) for lo, hi, starts in blocks] == [
+        (0, 20, [0, 3, 4]),  # whole examples up to about 5 tokens: the third starts at 4
+        (20, 30, [0, 2]),
+        (30, 33, [0]),
+    ]
+    for block_tokens in (1, 2, 7, 100):  # whatever the block size: whole examples, each once, in order
+        blocks = list(example_blocks(offsets, n_tokens, block_tokens=block_tokens))
+        assert [lo for lo, _, _ in blocks] + [n_tokens] == [blocks[0][0]] + [hi for _, hi, _ in blocks]
+        assert np.concatenate([starts + lo for lo, _, starts in blocks]).tolist() == offsets.tolist()
+    assert [(lo, hi) for lo, hi, _ in example_blocks(offsets, n_tokens, block_tokens=100)] == [(0, 33)]
+    assert example_lengths(offsets, n_tokens).tolist() == [3, 1, 16, 2, 8, 3]
+    assert example_lengths(np.zeros(0, dtype=np.int64), 0).tolist() == []
