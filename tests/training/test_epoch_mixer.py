@@ -22,6 +22,7 @@ from niels_gpt.streams.build import write_stream
 from niels_gpt.training.epoch_mixer import EpochMixer, source_seed
 from niels_gpt.training.epoch_order import RankCursor
 from niels_gpt.training.round_robin import SmoothRoundRobin
+from tests.support.cache_files import numbered_shards
 from tests.support.chats import random_chats
 
 T, B = 8, 8
@@ -36,11 +37,7 @@ SFT_P = {"dolly15k": 0.25, "oasst1": 0.75}
 def caches(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("epoch_caches")
     for name, (first, lengths) in SHARDS.items():
-        split = root / "pretrain" / name / "train"
-        split.mkdir(parents=True)
-        for i, n in enumerate(lengths):
-            np.arange(first, first + n, dtype="<u2").tofile(split / f"shard_{i:05d}.bin")
-            first += n
+        numbered_shards(root / "pretrain" / name / "train", lengths, offset=first)
     for k, name in enumerate(SFT_P):
         chats = random_chats(24 + 10 * k, seed=k)
         build_sft_cache(chats, str(root / "sft" / name), tokenizer=tiny_tokenizer, val_frac=0.1, seed=0, source=name)
