@@ -43,6 +43,7 @@ GROUPS = {
         ["niels_gpt/sft/writer.py", "niels_gpt/sft/windows.py"],
         [
             "tests/sft/test_windows.py",
+            "tests/sft/test_writer.py",
             "tests/test_sft_cache_roundtrip.py",
             "tests/sft/test_dataset.py",
             "tests/sft/test_job.py",
@@ -50,7 +51,12 @@ GROUPS = {
     ),
     "pretrain": (
         ["niels_gpt/pretrain/writer.py", "niels_gpt/pretrain/shards.py"],
-        ["tests/pretrain/test_writer.py", "tests/test_cache_determinism.py", "tests/pretrain/test_job.py"],
+        [
+            "tests/pretrain/test_writer.py",
+            "tests/pretrain/test_shards.py",
+            "tests/test_cache_determinism.py",
+            "tests/pretrain/test_job.py",
+        ],
     ),
 }
 # Files the tests read beside the package and tests/ (mutmut runs them in a copy under mutants/)
