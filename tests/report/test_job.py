@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
+from niels_gpt.report.job import summary_lines, write_figures
 from tests.support.cache_tree import PLANTED_DOC, WIKI_SEGMENTS, WIKI_VAL
 from tests.support.cli import cache_cli
 
@@ -71,3 +74,16 @@ def test_cli_ngram_lengths_and_listed_units_follow_the_leakage_keys(planted_tree
 def test_leakage_figures_need_the_audit_first(tmp_path, capsys):
     rc = run_cli(main, ["report-figures", "--family", "leakage", "--set", f"cache_dir={tmp_path}"])
     assert rc == 1 and "no leakage audit; run `python -m niels_gpt.cache.cli leakage` first" in capsys.readouterr().err
+
+
+def test_summary_lines_name_the_train_split_with_the_most_of_each_val_split(results):
+    lines = summary_lines(results[1])
+    wiki = next(line for line in lines if line.startswith("pretrain/wikitext val: "))
+    row = val_row(results[1], "pretrain/wikitext")
+    assert f"{row['ngrams']:,} 13-grams in {row['units']:,} documents" in wiki and "(most: pretrain/roam " in wiki
+    assert "left out: streams/primer: " in lines[-1]
+
+
+def test_an_unknown_figure_family_is_refused(report_tree, tmp_path):
+    with pytest.raises(ValueError, match="unknown report family 'nope'; expected one of pretrain, sft, tokenizer"):
+        write_figures({"cache_dir": str(report_tree)}, "nope", tmp_path)
