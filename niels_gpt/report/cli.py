@@ -26,16 +26,14 @@ FIGURES_DOC = (
 )
 
 
+LEAKAGE_HELP = "train/val leakage audit: share of each val split's n-grams found in each train split"
+THREADS_HELP = "threads scanning train splits (result unchanged; default: 2)"
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "leakage",
-        help="train/val leakage audit: share of each val split's n-grams found in each train split",
-        description=LEAKAGE_DOC,
-    )
+    p = sub.add_parser("leakage", help=LEAKAGE_HELP, description=LEAKAGE_DOC)
     p.add_argument("--out", default=None, help="leakage.json to write (default: {cache_dir}/report/leakage.json)")
-    p.add_argument(
-        "--num-threads", type=int, default=2, help="threads scanning train splits (result unchanged; default: 2)"
-    )
+    p.add_argument("--num-threads", type=int, default=2, help=THREADS_HELP)
     add_tokenizer_arg(p)
     add_config_args(p)
     p.set_defaults(func=run_leakage)
