@@ -252,17 +252,10 @@ class MixedLoader:
         source's share of rows, i.e. of tokens, no longer of examples."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
+        options = dict(T=T, device=device, tokenizer=tokenizer, packing=packing, seed=seed, ignore_index=ignore_index)
+
         def open_source(root: Path):
-            return SFTExampleDataset.from_cache_dir(
-                root,
-                split,
-                T=T,
-                device=device,
-                tokenizer=tokenizer,
-                packing=packing,
-                seed=seed,
-                ignore_index=ignore_index,
-            )
+            return SFTExampleDataset.from_cache_dir(root, split, **options)
 
         return cls._from_caches(layout.sft_dir, cache_dir, open_source, p=p, seed=seed, **mixing)
 
