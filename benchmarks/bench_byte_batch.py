@@ -5,25 +5,24 @@ per row one torch.randint and `torch.tensor(list(chunk))`, stacked. Candidates: 
 the sources and p on every call) and `StreamBatcher.get_batch` (validated once). Synthetic sources of
 ~10 MB in total; reference and candidates are interleaved in one process, several rounds; medians.
 
-    python benchmarks/bench_byte_batch.py [--B 32] [--T 256] [--rounds 7] [--seconds 0.5]
+    python -m benchmarks.bench_byte_batch [--B 32] [--T 256] [--rounds 7] [--seconds 0.5]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
 import numpy as np
 import torch
 
-from benchmarks.timing import rate
+from benchmarks.timing import batch_arguments, interleaved_rates, rate, ratios
 from niels_gpt.batching import StreamBatcher, default_p_train, get_batch
 
 SOURCE_BYTES = {"wiki": 8_000_000, "roam": 2_000_000, "primer": 250_000}  # ~10 MB, shaped like p_train
 
 
 def reference_get_batch(sources, *, p, B, T, device, generator=None):
-    """Seed 002's implementation notes, verbatim in spirit: one list() + tensor per row."""
+    """The obvious implementation: per row one randint, then list(chunk) into a new tensor."""
     names = sorted(p)
     probs = torch.tensor([p[n] for n in names], dtype=torch.float64)
     choice = torch.multinomial(probs, B, replacement=True, generator=generator)
@@ -39,12 +38,7 @@ def reference_get_batch(sources, *, p, B, T, device, generator=None):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--B", type=int, default=32)
-    ap.add_argument("--T", type=int, default=256)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=0.5, help="time per candidate per round")
-    args = ap.parse_args()
+    args = batch_arguments(__doc__, T=256).parse_args()
     torch.set_num_threads(1)
 
     rng = np.random.default_rng(0)
@@ -60,19 +54,15 @@ def main() -> None:
     }
     for fn in candidates.values():  # warm up
         rate(fn, 0.1)
-    rates: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(args.rounds):
-        for name, fn in candidates.items():
-            rates[name].append(rate(fn, args.seconds))
+    rates = interleaved_rates(candidates, args.rounds, args.seconds)
 
     total = sum(SOURCE_BYTES.values())
     print(f"byte batches, B={B} T={T}, {len(sources)} sources, {total:,} bytes, {args.rounds} rounds (medians)")
     ref = rates["reference (per-row list)"]
     for name, r in rates.items():
-        ratios = [c / rr for c, rr in zip(r, ref)]
         print(
             f"  {name:<24} {statistics.median(r):>10,.0f} batches/s  "
-            f"{1e6 / statistics.median(r):>8.1f} us/batch  x{statistics.median(ratios):.1f} vs reference"
+            f"{1e6 / statistics.median(r):>8.1f} us/batch  x{statistics.median(ratios(r, ref)):.1f} vs reference"
         )
 
 

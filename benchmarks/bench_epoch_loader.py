@@ -5,7 +5,7 @@
    <= 1.3x):
      pretrain x3  three synthetic uint16 pretrain sources mixed 0.6/0.3/0.1 (bench_loader's data);
      pretrain x1  one of them alone;
-     sft x2       two synthetic SFT caches (bench_sft_batch's generator) mixed 0.7/0.3.
+     sft x2       two synthetic SFT caches (benchmarks/synthetic.py) mixed 0.7/0.3.
 2. The plan for N items, N = 10^3 ... 10^12: building one source's epoch order and this rank's cursor
    and reading its first B items (EpochPermutation + RankCursor.take), wall time (median) and peak
    memory traced by tracemalloc; against the table a shuffled-index epoch needs (`torch.randperm(N)`:
@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -28,8 +27,9 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.bench_loader import MIX, us_per_call, write_split
-from benchmarks.bench_sft_batch import write_synthetic_cache
+from benchmarks.bench_loader import MIX
+from benchmarks.synthetic import write_sft_cache, write_shards
+from benchmarks.timing import batch_arguments, interleaved_rates, ratios, spread
 from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
@@ -43,19 +43,13 @@ RANDPERM_SIZES = [10**3, 10**5, 10**6, 10**7]  # 10^7 int64 = 80 MB already; 10^
 def compare(label: str, sources: dict, p: dict, B: int, rounds: int, seconds: float) -> float:
     """Median us per batch of each mode, interleaved; prints and returns the median ratio epoch / random."""
     loaders = {mode: MixedLoader(sources, p=p, B=B, seed=0, mode=mode) for mode in ("random", "epoch")}
-    times = {mode: [] for mode in loaders}
-    ratios = []
-    for _ in range(rounds):
-        for mode, loader in loaders.items():
-            times[mode].append(us_per_call(lambda loader=loader: next(loader), seconds))
-        ratios.append(times["epoch"][-1] / times["random"][-1])
-    r, e = statistics.median(times["random"]), statistics.median(times["epoch"])
-    ratio = statistics.median(ratios)
-    print(
-        f"{label:12s}: random {r:8.1f} us/batch | epoch {e:8.1f} us/batch | ratio {ratio:.2f}x "
-        f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)"
+    rates = interleaved_rates(
+        {mode: (lambda loader=loader: next(loader)) for mode, loader in loaders.items()}, rounds, seconds
     )
-    return ratio
+    r, e = (1e6 / statistics.median(rates[mode]) for mode in ("random", "epoch"))
+    per_round = ratios(rates["random"], rates["epoch"])
+    print(f"{label:12s}: random {r:8.1f} us/batch | epoch {e:8.1f} us/batch | ratio {spread(per_round)}")
+    return statistics.median(per_round)
 
 
 def timed_peak(fn, repeats: int = 5) -> tuple[float, int]:
@@ -105,13 +99,9 @@ def loader_at_scale(tmp: Path, B: int, T: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--T", type=int, default=1024)
-    ap.add_argument("--B", type=int, default=32)
+    ap = batch_arguments(__doc__)
     ap.add_argument("--tokens", type=int, default=5_000_000, help="tokens per pretrain source (one shard each)")
     ap.add_argument("--examples", type=int, default=20_000, help="examples per synthetic SFT source")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=0.5, help="time per mode per round")
     ap.add_argument("--skip-plan", action="store_true", help="batches only")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -119,13 +109,12 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_epoch_") as tmp:
         tmp = Path(tmp)
-        pretrain = {
-            name: PretrainTokenStreamDataset(write_split(tmp / name, args.tokens, k), T=T) for k, name in enumerate(MIX)
-        }
-        sft = {}
+        for k, name in enumerate(MIX):
+            write_shards(tmp / name, [args.tokens], seed=k)
+        pretrain = {name: PretrainTokenStreamDataset(tmp / name, T=T) for name in MIX}
         for k, name in enumerate(SFT_MIX):
-            write_synthetic_cache(tmp / "sft" / name, args.examples, seed=k)
-            sft[name] = SFTExampleDataset.from_cache_dir(tmp / "sft" / name, "train", T=T)
+            write_sft_cache(tmp / "sft" / name, args.examples, seed=k)
+        sft = {name: SFTExampleDataset.from_cache_dir(tmp / "sft" / name, "train", T=T) for name in SFT_MIX}
         print(
             f"B={B} T={T}; pretrain: {len(MIX)} sources of {args.tokens:,} tokens; SFT: {len(SFT_MIX)} sources of "
             f"{args.examples:,} examples; torch threads 1; {args.rounds} rounds x {args.seconds}s per mode"

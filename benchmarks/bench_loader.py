@@ -5,30 +5,28 @@ Two comparisons, each timed as microseconds per batch:
           without MixedLoader would write) vs `next(MixedLoader({"a": ds}, p={"a": 1.0}, ...))`, which
           adds a fresh generator per step (derive_seed + manual_seed) and a draw_sources call;
   mixed:  a reference mixture written here (draw_sources, one get_batch per source in name order, rows
-          scattered back, one long-lived generator: what MixedPretrainBatches does) vs a 3-source
-          MixedLoader (the same draws plus the per-step generator).
-Data: synthetic uint16 shards (random ids < 16,004) in a temporary folder, page cache warmed first.
+          scattered back, one long-lived generator: MixedLoader's random mode without its per-step
+          seeding) vs a 3-source MixedLoader (the same draws plus the per-step generator).
+Data: synthetic uint16 shards (benchmarks/synthetic.py: random ids < 16,004), page cache warmed first.
 Reference and candidate are interleaved in one process over several rounds; medians and ratios.
 
-    python benchmarks/bench_loader.py [--B 32] [--T 1024] [--rounds 7] [--seconds 0.5]
+    python -m benchmarks.bench_loader [--B 32] [--T 1024] [--rounds 7] [--seconds 0.5]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from benchmarks.timing import rate
+from benchmarks.synthetic import write_shards
+from benchmarks.timing import batch_arguments, interleaved_rates, ratios, spread
 from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.sampling import derive_seed, draw_sources
 
-VOCAB = 16_004  # the pipeline's default tokenizer: 16,000 pieces + 4 specials
 MIX = {"fineweb_edu": 0.6, "gutenberg": 0.1, "wikitext": 0.3}
 
 
@@ -44,48 +42,26 @@ def reference_mixed_batch(datasets: dict, p: dict, *, B: int, T: int, generator:
     return x, y
 
 
-def us_per_call(fn, seconds: float) -> float:
-    return 1e6 / rate(fn, seconds)
-
-
-def write_split(folder: Path, tokens: int, seed: int) -> Path:
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(seed)
-    rng.integers(0, VOCAB, tokens, dtype=np.uint16).astype("<u2").tofile(folder / "shard_00000.bin")
-    (folder / "shard_00000.bin").read_bytes()  # warm the page cache
-    return folder
-
-
 def compare(label: str, ref, new, rounds: int, seconds: float) -> None:
-    refs, news, ratios = [], [], []
-    for _ in range(rounds):
-        r, c = us_per_call(ref, seconds), us_per_call(new, seconds)
-        refs.append(r)
-        news.append(c)
-        ratios.append(c / r)
-    r, c = statistics.median(refs), statistics.median(news)
+    rates = interleaved_rates({"reference": ref, "MixedLoader": new}, rounds, seconds)
+    r, c = (1e6 / statistics.median(rates[name]) for name in ("reference", "MixedLoader"))
     print(
         f"{label:6s}: reference {r:8.1f} us/batch | MixedLoader {c:8.1f} us/batch | overhead {c - r:+7.1f} us | "
-        f"ratio {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)"
+        f"ratio {spread(ratios(rates['reference'], rates['MixedLoader']))}"
     )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--T", type=int, default=1024)
-    ap.add_argument("--B", type=int, default=32)
+    ap = batch_arguments(__doc__)
     ap.add_argument("--tokens", type=int, default=5_000_000, help="tokens per source (one shard each)")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=0.5, help="time per implementation per round")
     args = ap.parse_args()
     torch.set_num_threads(1)
     B, T = args.B, args.T
 
     with tempfile.TemporaryDirectory(prefix="bench_loader_") as tmp:
-        datasets = {
-            name: PretrainTokenStreamDataset(write_split(Path(tmp) / name, args.tokens, k), T=T)
-            for k, name in enumerate(MIX)
-        }
+        for k, name in enumerate(MIX):
+            write_shards(Path(tmp) / name, [args.tokens], seed=k)
+        datasets = {name: PretrainTokenStreamDataset(Path(tmp) / name, T=T) for name in MIX}
         print(
             f"B={B} T={T}, {len(MIX)} sources of {args.tokens:,} tokens; torch threads 1; "
             f"{args.rounds} rounds x {args.seconds}s each"

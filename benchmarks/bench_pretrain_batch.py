@@ -4,15 +4,14 @@ Reference (written here, as nanoGPT's train.py does it): every call re-opens the
 picks a shard uniformly, draws B starts with torch.randint, and builds x and y from a Python list of
 `torch.from_numpy(slice.astype(np.int64))` rows + torch.stack. Candidate: the dataset's persistent
 memmaps, vectorized gather into a preallocated buffer, one conversion. Synthetic uint16 shards
-(random ids < 16,004) in a temporary folder; the page cache is warmed first; reference and candidate
+(benchmarks/synthetic.py: random ids < 16,004); the page cache is warmed first; reference and candidate
 are interleaved in one process over several rounds; medians and their ratio are printed.
 
-    python benchmarks/bench_pretrain_batch.py [--T 1024] [--B 32 64] [--shards 3] [--shard-tokens 20000000]
+    python -m benchmarks.bench_pretrain_batch [--T 1024] [--B 32 64] [--shards 3] [--shard-tokens 20000000]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 from pathlib import Path
@@ -20,10 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.timing import rate
+from benchmarks.synthetic import write_shards
+from benchmarks.timing import batch_arguments, interleaved_rates, ratios, spread
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
-
-VOCAB = 16_004  # the pipeline's default tokenizer: 16,000 pieces + 4 specials
 
 
 def reference_get_batch(paths: list[Path], *, B: int, T: int, generator: torch.Generator):
@@ -36,32 +34,16 @@ def reference_get_batch(paths: list[Path], *, B: int, T: int, generator: torch.G
     return x, y
 
 
-def write_shards(folder: Path, n_shards: int, shard_tokens: int) -> list[Path]:
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    paths = []
-    for i in range(n_shards):
-        p = folder / f"shard_{i:05d}.bin"
-        rng.integers(0, VOCAB, shard_tokens - i * 1000, dtype=np.uint16).astype("<u2").tofile(p)
-        paths.append(p)
-    return paths
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--T", type=int, default=1024)
-    ap.add_argument("--B", type=int, nargs="+", default=[32, 64])
+    ap = batch_arguments(__doc__, B=[32, 64])
     ap.add_argument("--shards", type=int, default=3)
     ap.add_argument("--shard-tokens", type=int, default=20_000_000, help="tokens per shard (uint16)")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=0.5, help="time per implementation per round")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
     with tempfile.TemporaryDirectory(prefix="bench_pretrain_batch_") as tmp:
-        paths = write_shards(Path(tmp) / "train", args.shards, args.shard_tokens)
-        for p in paths:
-            p.read_bytes()  # warm the page cache for both implementations
+        sizes = [args.shard_tokens - i * 1000 for i in range(args.shards)]  # shards of unequal length
+        paths = write_shards(Path(tmp) / "train", sizes)
         ds = PretrainTokenStreamDataset(Path(tmp) / "train", T=args.T, device="cpu")
         print(f"{ds!r}; torch threads 1; {args.rounds} rounds x {args.seconds}s each")
         for B in args.B:
@@ -75,17 +57,11 @@ def main() -> None:
 
             x, y = new()
             assert torch.equal(y[:, :-1], x[:, 1:]) and x.dtype == torch.int64
-            ref_rates, new_rates, ratios = [], [], []
-            for _ in range(args.rounds):
-                r, c = rate(ref, args.seconds), rate(new, args.seconds)
-                ref_rates.append(r)
-                new_rates.append(c)
-                ratios.append(c / r)
-            r, c = statistics.median(ref_rates), statistics.median(new_rates)
+            rates = interleaved_rates({"reference": ref, "get_batch": new}, args.rounds, args.seconds)
+            r, c = statistics.median(rates["reference"]), statistics.median(rates["get_batch"])
             print(
                 f"B={B:3d} T={args.T}: reference {r:9,.0f} batches/s | get_batch {c:9,.0f} batches/s "
-                f"({1e6 / c:6.1f} us/batch) | ratio {statistics.median(ratios):5.1f}x "
-                f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x)"
+                f"({1e6 / c:6.1f} us/batch) | ratio {spread(ratios(rates['get_batch'], rates['reference']), '.1f')}"
             )
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from benchmarks.corpus import english_documents, gathered
 from benchmarks.encode_limit import (
+    build_arguments,
     compare,
     descendants,
     english_tokenizer,
@@ -136,13 +137,8 @@ def memory(tok, budgets: list[int], workers: int, tmp: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--chars", type=int, default=20_000_000, help="characters of English text")
-    ap.add_argument("--repeat", type=int, default=3, help="the text this many times over, for throughput")
-    ap.add_argument("--rounds", type=int, default=5, help="counted rounds (after one warm-up round)")
-    ap.add_argument("--workers", type=int, default=2, help="CPUs for every contender (the rule's threads)")
+    ap = build_arguments(__doc__, repeated="text, for throughput,")
     ap.add_argument("--budgets", type=int, nargs="*", default=[10_000_000, 100_000_000], help="train budgets for RSS")
-    ap.add_argument("--tokenizer", default=None, help="a niels_gpt SentencePiece model (default: train one)")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-chars", type=int, default=5_000_000, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)

@@ -1,7 +1,7 @@
 """SFT batches per second: SFTExampleDataset.get_batch vs a naive per-example Python reference.
 
-Cache: 100k synthetic chat examples written directly in the SFT cache format (uint16 tokens, int64
-offsets, meta.json with the special ids): 1-4 user/assistant turns, sometimes a system message,
+Cache: 100k synthetic chat examples written directly in the SFT cache format (benchmarks/synthetic.py:
+uint16 tokens, int64 offsets, meta.json with the special ids): 1-4 user/assistant turns, sometimes a system message,
 content lengths log-normal (median ~45 tokens), so examples run from ~10 to a few thousand tokens
 and some exceed T+1. Reference (written here): per row slice the example from the memmap, make a
 python list, cut to T+1, compute the mask with a Python loop over tokens, pad, torch.tensor; rows
@@ -11,13 +11,12 @@ Reference and candidate are interleaved in one process, several rounds; medians 
 cache read with `prompt` truncation (two segments per cut example: the final reply whole) is timed in
 the same rounds: its init and its get_batch against head's.
 
-    python benchmarks/bench_sft_batch.py [--B 32] [--T 1024] [--examples 100000] [--rounds 7]
+    python -m benchmarks.bench_sft_batch [--B 32] [--T 1024] [--examples 100000] [--rounds 7]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import statistics
 import subprocess
@@ -29,49 +28,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.synthetic import SP, write_sft_cache
+from benchmarks.timing import batch_arguments
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
-
-SP = {"sys": 1, "usr": 2, "asst": 3, "eot": 4}  # the niels_gpt id layout (tokenizer.py)
-VOCAB = 16_004
-FIRST_ORDINARY = 263  # first learned piece: content never contains a special id
-
-
-def write_messages(out: Path, n_msgs: np.ndarray, roles: np.ndarray, content: np.ndarray, rng) -> int:
-    """Write {out}/train_tokens.bin, train_idx.npy, meta.json for examples of `n_msgs` messages each, whose
-    messages (all examples' in order) have role ids `roles` and `content` tokens of ordinary ids drawn
-    from `rng` (role token + content + eot, as the chat template renders them); returns the token count."""
-    first_msg = np.concatenate([[0], np.cumsum(n_msgs)[:-1]])
-    msg_len = content + 2  # role + content + eot
-    msg_start = np.concatenate([[0], np.cumsum(msg_len)[:-1]])
-    tokens = rng.integers(FIRST_ORDINARY, VOCAB, int(msg_len.sum())).astype("<u2")
-    tokens[msg_start] = roles
-    tokens[msg_start + msg_len - 1] = SP["eot"]
-    out.mkdir(parents=True, exist_ok=True)
-    tokens.tofile(out / "train_tokens.bin")
-    np.save(out / "train_idx.npy", msg_start[first_msg].astype(np.int64))
-    meta = {"special_token_ids": SP, "truncation": "head", "tokenizer_sha256": None, "built": True}
-    (out / "meta.json").write_text(json.dumps(meta))
-    return len(tokens)
-
-
-def chat_roles(pairs: np.ndarray, has_sys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(messages per example, role id of every message): an optional system message, then `pairs`
-    user/assistant pairs."""
-    n_msgs = 2 * pairs + has_sys
-    ex_of_msg = np.repeat(np.arange(len(pairs)), n_msgs)
-    first_msg = np.concatenate([[0], np.cumsum(n_msgs)[:-1]])
-    k = np.arange(len(ex_of_msg)) - first_msg[ex_of_msg] - has_sys[ex_of_msg]  # -1 = system
-    return n_msgs, np.where(k < 0, SP["sys"], np.where(k % 2 == 0, SP["usr"], SP["asst"]))
-
-
-def write_synthetic_cache(out: Path, n_examples: int, seed: int = 0) -> int:
-    """1-4 user/assistant pairs, a system message in 30 % of examples, log-normal content lengths."""
-    rng = np.random.default_rng(seed)
-    turns = rng.integers(1, 5, n_examples)  # user/assistant pairs
-    has_sys = rng.random(n_examples) < 0.3
-    n_msgs, roles = chat_roles(turns, has_sys)
-    content = np.minimum(rng.lognormal(3.8, 0.9, len(roles)).astype(np.int64), 3000)
-    return write_messages(out, n_msgs, roles, content, rng)
 
 
 def reference_get_batch(ds: SFTExampleDataset, starts, ends, *, B: int, generator):
@@ -108,21 +67,26 @@ def per_batch_seconds(fn, n: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--B", type=int, default=32)
-    ap.add_argument("--T", type=int, default=1024)
+    ap = batch_arguments(__doc__, seconds=None)
     ap.add_argument("--examples", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--write-only", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.write_only:  # child process: keeps the generator's memory out of the reader's peak RSS
-        print(write_synthetic_cache(Path(args.write_only), args.examples))
+        print(write_sft_cache(Path(args.write_only), args.examples))
         return
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         t0 = time.perf_counter()
-        cmd = [sys.executable, __file__, "--examples", str(args.examples), "--write-only", tmp]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_sft_batch",
+            "--examples",
+            str(args.examples),
+            "--write-only",
+            tmp,
+        ]
         n_tok = int(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         print(
             f"cache: {args.examples:,} examples, {n_tok:,} tokens ({2 * n_tok / 1e6:.0f} MB), "

@@ -17,12 +17,11 @@ content tokens (the role and eot ids the template adds are not counted).
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 
 from benchmarks.corpus import chats, gathered
-from benchmarks.encode_limit import compare, english_tokenizer, with_workers_cpu
+from benchmarks.encode_limit import build_arguments, compare, english_tokenizer, with_workers_cpu
 from niels_gpt.sft import writer as sft_writer
 
 
@@ -33,12 +32,7 @@ def build(tok, examples, out: Path, workers: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--chars", type=int, default=20_000_000, help="characters of English text")
-    ap.add_argument("--repeat", type=int, default=3, help="the chats this many times over")
-    ap.add_argument("--rounds", type=int, default=5, help="counted rounds (after one warm-up round)")
-    ap.add_argument("--workers", type=int, default=2, help="CPUs for every contender (the rule's threads)")
-    ap.add_argument("--tokenizer", default=None, help="a niels_gpt SentencePiece model (default: train one)")
+    ap = build_arguments(__doc__, repeated="chats")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench_sft_build_") as tmp:

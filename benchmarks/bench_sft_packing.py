@@ -1,6 +1,6 @@
 """Packed SFT rows against padded ones: how much of a batch is data, how much is trained, what it costs.
 
-Two synthetic caches in the SFT format (bench_sft_batch's writer: role token + content + eot per
+Two synthetic caches in the SFT format (benchmarks/synthetic.py's writer: role token + content + eot per
 message, random ordinary ids), with example lengths shaped like the real sources at T=1024:
   oasst1-shaped  threads of 1-8 user/assistant pairs (geometric), log-normal contents; mean ~490
                  tokens, a long tail past 4k; read with oasst1's truncation (head);
@@ -23,7 +23,6 @@ Targets: non-padding >= 0.95 packed; loss-active targets >= 1.8x (oasst1-shaped)
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import statistics
 import tempfile
@@ -33,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.bench_sft_batch import SP, chat_roles, write_messages
-from benchmarks.timing import rate
+from benchmarks.synthetic import SP, chat_roles, write_messages
+from benchmarks.timing import batch_arguments, interleaved_rates, ratios
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
 from niels_gpt.sft.packing import pack_examples, row_pieces
 
@@ -119,25 +118,23 @@ def contents(ds: SFTExampleDataset, B: int, seed: int) -> tuple[float, float]:
 def timed(padded: SFTExampleDataset, packed: SFTExampleDataset, B: int, rounds: int, seconds: float) -> float:
     """get_batch us per call, interleaved rounds; prints the medians, returns the median ratio."""
     gens = (torch.Generator().manual_seed(1), torch.Generator().manual_seed(2))
-    times: tuple[list, list] = ([], [])
-    for _ in range(rounds):
-        for ds, g, out in zip((padded, packed), gens, times):
-            out.append(1e6 / rate(lambda ds=ds, g=g: ds.get_batch(B=B, generator=g), seconds))
-    ratios = [b / a for a, b in zip(*times)]
+    contenders = {
+        name: (lambda ds=ds, g=g: ds.get_batch(B=B, generator=g))
+        for name, ds, g in zip(("padded", "packed"), (padded, packed), gens)
+    }
+    rates = interleaved_rates(contenders, rounds, seconds)
+    times = [[1e6 / r for r in rates[name]] for name in ("padded", "packed")]
+    per_round = ratios(rates["padded"], rates["packed"])
     print(
         f"  get_batch B={B}: padded {statistics.median(times[0]):.0f} us, packed {statistics.median(times[1]):.0f} "
-        f"us; ratio {statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x)"
+        f"us; ratio {statistics.median(per_round):.2f}x (rounds {min(per_round):.2f}-{max(per_round):.2f}x)"
     )
-    return statistics.median(ratios)
+    return statistics.median(per_round)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--B", type=int, default=32)
-    ap.add_argument("--T", type=int, default=1024)
+    ap = batch_arguments(__doc__)
     ap.add_argument("--examples", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=0.5, help="time per round and dataset")
     args = ap.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

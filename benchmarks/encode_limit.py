@@ -22,6 +22,7 @@ round, then the median. Linux only (/proc).
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import statistics
@@ -58,6 +59,18 @@ def english_tokenizer(docs: list[str], workdir: Path, path: str | None) -> Sente
     tok = train_sentencepiece(docs[: len(docs) // 4], workdir / "english.model", vocab_size=16_000, num_threads=2)
     print(f"trained a 16,000-piece tokenizer on a quarter of the text in {time.perf_counter() - start:.0f} s")
     return tok
+
+
+def build_arguments(doc: str, repeated: str) -> argparse.ArgumentParser:
+    """The parser of a build benchmark: --chars of English, --repeat (what `repeated` names, this many
+    times over), --rounds, --workers, --tokenizer; add the benchmark's own options to it."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chars", type=int, default=20_000_000, help="characters of English text")
+    ap.add_argument("--repeat", type=int, default=3, help=f"the {repeated} this many times over")
+    ap.add_argument("--rounds", type=int, default=5, help="counted rounds (after one warm-up round)")
+    ap.add_argument("--workers", type=int, default=2, help="CPUs for every contender (the rule's threads)")
+    ap.add_argument("--tokenizer", default=None, help="a niels_gpt SentencePiece model (default: train one)")
+    return ap
 
 
 def _stat_fields(pid: int | str) -> list[str]:
