@@ -92,7 +92,7 @@ def test_ctrl_c_exits_130_and_leaves_no_cache_that_looks_complete(tmp_path, tiny
     )
     try:
         lines = []
-        for line in proc.stdout:  # wait until the first pretrain cache is being built
+        for line in proc.stderr:  # wait until the first pretrain cache is being built (milestones: stderr)
             lines.append(line)
             if line.startswith("== pretrain/"):
                 proc.send_signal(signal.SIGINT)
@@ -101,7 +101,7 @@ def test_ctrl_c_exits_130_and_leaves_no_cache_that_looks_complete(tmp_path, tiny
     finally:
         proc.kill()
     building = [
-        line.split("/", 1)[1].strip() for line in lines + out.splitlines(True) if line.startswith("== pretrain/")
+        line.split("/", 1)[1].strip() for line in lines + err.splitlines(True) if line.startswith("== pretrain/")
     ]
     assert proc.returncode == 130, err[-2000:]
     assert err.rstrip().endswith("interrupted") and "Traceback" not in err
