@@ -32,6 +32,7 @@ from niels_gpt.layout import (
     Family,
     sft_offsets_name,
     sft_tokens_name,
+    stream_meta_beside,
     stream_stem,
     tokenizer_model,
 )
@@ -175,11 +176,11 @@ def _in_tree(art: Artifact) -> Selection:
 def _select_file(p: Path) -> Selection:
     if p.name.endswith(TMP_SUFFIX):
         raise ValueError(f"{p}: a temporary file of an unfinished build, not an artifact; delete it or rebuild")
-    stem = p.name[: -len(STREAM_META_SUFFIX)] if p.name.endswith(STREAM_META_SUFFIX) else None
-    if stem is None and p.name.endswith(STREAM_BIN_SUFFIX) and p.with_suffix(STREAM_META_SUFFIX).exists():
-        stem = p.name[: -len(STREAM_BIN_SUFFIX)]
-    if stem is not None:
-        return _in_tree(stream_artifact(p.parent, stem))
+    meta_beside = stream_meta_beside(p)
+    if p.name.endswith(STREAM_META_SUFFIX):
+        return _in_tree(stream_artifact(p.parent, p.name[: -len(STREAM_META_SUFFIX)]))
+    if meta_beside is not None and Path(meta_beside).exists():  # a stream's .bin
+        return _in_tree(stream_artifact(p.parent, p.name[: -len(STREAM_BIN_SUFFIX)]))
     if p.name.endswith(STREAM_BIN_SUFFIX) and p.parent.name in SPLITS:  # a pretrain shard
         art = folder_artifact(p.parent.parent, "pretrain")
         return Selection(_root_of(p.parent.parent, "pretrain"), [art] if art else [], p.parent.name)
