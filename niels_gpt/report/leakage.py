@@ -32,6 +32,7 @@ import numpy as np
 
 from niels_gpt.layout import REPORT_FORMAT_VERSION
 from niels_gpt.log import log as log_line
+from niels_gpt.log import progress
 from niels_gpt.report.corpora import Split, excerpt, find_splits
 from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, windows_touching
 
@@ -142,7 +143,8 @@ def _audit_space(splits: list[Split], n: int, *, top: int, num_threads: int, tok
     seen, train_rows = {}, []
     for t in (s for s in splits if s.split == "train"):
         seq = t.sequence()
-        seen[t.name] = scan_matches(seq, n, index, num_threads=num_threads)
+        with progress(total=len(seq), desc=f"{t.name} train", unit="pos", unit_scale=True, leave=False) as bar:
+            seen[t.name] = scan_matches(seq, n, index, num_threads=num_threads, on_positions=bar.update)
         train_rows.append({"name": t.name, "space": t.space, "positions": len(seq)})
         log(f"scanned {t.name} train: {len(seq):,} positions, {int(seen[t.name].sum()):,} val {n}-grams found")
     return [_val_row(side, seen, top, tokenizer) for side in sides], train_rows
