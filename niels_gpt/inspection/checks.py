@@ -115,10 +115,10 @@ def verify_tokenizer(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
             return
     if tok.vocab_size != meta.get("vocab_size") or tok.special_ids != meta.get("special_token_ids"):
         c.problems.append(
-            f"{model.name}: {tok.vocab_size:,} ids, specials {tok.special_ids}; meta.json says "
+            f"{model.name}: {tok.vocab_size:,} pieces, specials {tok.special_ids}; meta.json says "
             f"{meta.get('vocab_size')}, {meta.get('special_token_ids')}"
         )
-    c.detail = f"{tok.vocab_size:,} ids, sha256 {_short(sha)}"
+    c.detail = f"{tok.vocab_size:,} pieces, sha256 {_short(sha)}"
 
 
 def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:

@@ -165,7 +165,7 @@ def test_tokenizer_model_unlike_its_meta_fails(tree, capsys, tiny_tokenizer):
     line = problems_of(out, "tokenizer")
     assert f"spm.model: sha256 {tiny_tokenizer.sha256} does not match meta.json's {'0' * 64}" in line
     assert (
-        f"spm.model: {tiny_tokenizer.vocab_size:,} ids, specials {tiny_tokenizer.special_ids}; meta.json says "
+        f"spm.model: {tiny_tokenizer.vocab_size:,} pieces, specials {tiny_tokenizer.special_ids}; meta.json says "
         f"{tiny_tokenizer.vocab_size - 4}" in line
     )
 
