@@ -26,7 +26,9 @@ class Family:
 
     name: str
     space: str  # "tokens" (uint16 ids of the one tokenizer) | "bytes" (UTF-8 streams) | "model"
-    unit: str  # a document (ends at an eot), an example (starts at an offset), a segment (between separators)
+    # what a reader counts: a piece (one vocabulary id), a document (ends at an eot), an example (starts at
+    # an offset), a segment (text between two separators); plural with an "s" (`info`: "1,465 documents")
+    unit: str
 
 
 # The one table of families: every writer, reader, inspection tool and report uses these words.
