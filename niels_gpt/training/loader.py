@@ -53,6 +53,7 @@ import torch
 from niels_gpt import layout
 from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.sampling import check_mixture, derive_seed, draw_sources
+from niels_gpt.to_device import to_device
 from niels_gpt.training.epoch_mixer import EpochMixer
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.sources import (
@@ -155,7 +156,7 @@ class MixedLoader:
                 break
             if out is None:
                 out = [torch.empty((B, self.T), dtype=t.dtype, device=t.device) for t in part]
-            rows = torch.from_numpy(np.flatnonzero(which == k)).to(out[0].device)
+            (rows,) = to_device([np.flatnonzero(which == k)], out[0].device)
             for dst, src in zip(out, part):
                 dst[rows] = src
         return Batch(**dict(zip(FIELDS, out)), source=idx, step=step)
@@ -165,7 +166,7 @@ class MixedLoader:
         which, arrays = self.mixer.next_arrays(self.B)
         if len(arrays) != self.arity:
             raise ValueError(f"sources returned {len(arrays)} arrays from rows(), {self.arity} from get_batch")
-        tensors = (torch.from_numpy(a).to(self.device) for a in arrays)
+        tensors = to_device(arrays, self.device)
         return Batch(
             **dict(zip(FIELDS, tensors)), source=torch.from_numpy(which), step=self.step, epochs=self.mixer.epochs()
         )

@@ -1,0 +1,101 @@
+"""Rows of the test hub's datasets, in each dataset's schema, generated as they are written.
+
+The text comes from the sample-data generators (scripts/sample_data: the project's own word lists
+and templates), which write about 1.5 MB of text a second: plenty for the tests, too slow for a
+benchmark of a gigabyte. So the long-text sources keep a pool of the first `POOL` documents the
+generator writes: document i < POOL is the generator's own, and each later one is drawn from the
+pool by a seeded rng (a fineweb page: a pool page's metadata and as many paragraphs as it has, each
+drawn from all pool paragraphs; a wikitext article: a pool article's headings with drawn paragraphs
+and a numbered title), hundreds of MB a second. Chat rows (dolly, oasst1) and books are the
+generators' own at any size. Every iterator is a pure function of its arguments.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+
+from scripts.sample_data import documents
+from scripts.sample_data.exports import raw_gutenberg_book
+from scripts.sample_data.instructions import dolly_row
+from scripts.sample_data.message_trees import build_trees
+from scripts.sample_data.sentences import Writer, roman
+from scripts.sample_data.sources import DOLLY_CATEGORIES
+
+POOL = 1_000  # generator-written documents kept for drawing: ~1 s of generation, ~1.7 MB of fineweb text
+TREES_PER_BATCH = 200  # oasst1 trees generated at a time (the generator builds a list per call)
+
+
+def writer(seed: int, name: str) -> Writer:
+    return Writer(random.Random(f"{seed}:hub:{name}"))
+
+
+def fineweb_rows(seed: int, dump: str, n: int) -> Iterator[dict]:
+    """`n` HuggingFaceFW/fineweb-edu rows of `dump` (its 11 columns)."""
+    w = writer(seed, f"fineweb_edu:{dump}")
+    pool: list[dict] = []
+    paragraphs: list[str] = []
+    for i in range(n):
+        if i < POOL:
+            row = {**documents.fineweb_row(w, i), "dump": dump}
+            row["file_path"] = row["file_path"].replace("CC-MAIN-2024-10", dump)
+            pool.append(row)
+            paragraphs += row["text"].split("\n\n")
+            yield row
+            continue
+        base = pool[w.rng.randrange(len(pool))]
+        text = "\n\n".join(w.rng.choices(paragraphs, k=base["text"].count("\n\n") + 1))
+        yield {
+            **base,
+            "text": text,
+            "id": f"<urn:uuid:{uuid.UUID(int=w.rng.getrandbits(128), version=4)}>",
+            "url": f"{base['url']}-{i}",
+            "token_count": max(1, round(len(text) / 4.6)),
+        }
+
+
+def wikitext_rows(seed: int, name: str, n_articles: int) -> Iterator[str]:
+    """The `text` rows of `n_articles` wikitext articles, as wikitext-103-raw stores them (a heading
+    row ` = Title = `, empty rows between blocks, paragraphs ` ... \\n`)."""
+    w = writer(seed, f"wikitext:{name}")
+    pool: list[list[str]] = []
+    paragraphs: list[str] = []
+    for i in range(n_articles):
+        if i < POOL:
+            rows = documents.wiki_article(w)
+            pool.append(rows)
+            paragraphs += [r for r in rows if r.startswith(" ") and not r.startswith(" = ")]
+            yield from rows
+            continue
+        base = pool[w.rng.randrange(len(pool))]
+        title = base[1].strip().strip("=").strip()
+        yield from ["", f" = {title} {roman(i // POOL + 1)} = \n"]
+        for row in base[2:]:
+            yield w.pick(paragraphs) if row.startswith(" ") and not row.startswith(" = ") else row
+
+
+def book_rows(seed: int, name: str, n: int, chars: int, *, raw: bool) -> Iterator[dict]:
+    """`n` books of about `chars` characters: raw ({"id", "text"}: BOM, CRLF, license header and
+    footer, as manu/project_gutenberg has them) or cleaned ({"text", "id", "title"})."""
+    w = writer(seed, f"gutenberg:{name}")
+    for i in range(n):
+        if raw:
+            yield raw_gutenberg_book(w, i, chars)
+        else:
+            title, text = documents.book(w, chars)
+            yield {"text": text, "id": str(w.rng.randint(10_000, 72_000)), "title": title}
+
+
+def dolly_rows(seed: int, n: int) -> Iterator[dict]:
+    """`n` databricks-dolly-15k rows (instruction, context, response, category), categories in turn."""
+    w = writer(seed, "dolly15k")
+    for i in range(n):
+        yield dolly_row(w, DOLLY_CATEGORIES[i % len(DOLLY_CATEGORIES)])
+
+
+def oasst1_rows(seed: int, split: str, n_trees: int) -> Iterator[dict]:
+    """The message rows of `n_trees` OpenAssistant/oasst1 trees (each tree's rows together)."""
+    w = writer(seed, f"oasst1:{split}")
+    for start in range(0, n_trees, TREES_PER_BATCH):
+        yield from build_trees(w, min(TREES_PER_BATCH, n_trees - start))
