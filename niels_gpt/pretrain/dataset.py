@@ -37,6 +37,7 @@ import torch
 from niels_gpt.hashing import sha256_json
 from niels_gpt.layout import META
 from niels_gpt.meta import is_built, read_meta
+from niels_gpt.to_device import to_device
 from niels_gpt.token_files import list_shards, open_tokens
 from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
@@ -133,10 +134,7 @@ class PretrainTokenStreamDataset:
         if B < 1:
             raise ValueError(f"B must be >= 1, got {B}")
         shard, start = self.draw_windows(B, generator)
-        x, y = (torch.from_numpy(a) for a in split_xy(gather_rows(self._windows, shard, start)))
-        if self.device.type != "cpu":
-            x, y = x.to(self.device), y.to(self.device)
-        return x, y
+        return to_device(split_xy(gather_rows(self._windows, shard, start)), self.device)
 
     # -- epoch mode: the stride-T windows as items ----------------------------------------------
     def __len__(self) -> int:

@@ -232,6 +232,8 @@ class SFTExampleDataset:
         """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
         import torch
 
+        from niels_gpt.to_device import to_device
+
         on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self._split_name())
         if not self.num_examples and on_purpose:
             raise ValueError(
@@ -244,7 +246,7 @@ class SFTExampleDataset:
                 f"({self.num_examples:,} examples, {self.num_excluded:,} excluded); nothing to sample"
             )
         ids = torch.randint(len(self), (B,), generator=generator).numpy()
-        return tuple(torch.from_numpy(a).to(self.device) for a in self.rows(ids))
+        return to_device(self.rows(ids), self.device)
 
     def _split_name(self) -> str | None:
         return next((s for s in layout.SPLITS if Path(self.tokens_path).name == layout.sft_tokens_name(s)), None)

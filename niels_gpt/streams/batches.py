@@ -46,6 +46,7 @@ from niels_gpt.layout import stream_meta_beside
 from niels_gpt.meta import is_built, read_meta
 from niels_gpt.sampling import check_mixture, draw_sources
 from niels_gpt.streams.build import BytesSources, ByteStream, check_stream_lengths, stream_paths
+from niels_gpt.to_device import to_device
 from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
 __all__ = ["ByteStream", "BytesSources", "StreamBatcher", "default_p_train", "get_batch", "load_stream_cache"]
@@ -100,10 +101,7 @@ def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, d
         starts = draws % windows[0].shape[0]
     else:
         starts = draws % np.array([w.shape[0] for w in windows])[which]
-    x, y = (torch.from_numpy(a) for a in split_xy(gather_rows(windows, which, starts)))
-    if device.type != "cpu":
-        x, y = x.to(device), y.to(device)
-    return x, y
+    return to_device(split_xy(gather_rows(windows, which, starts)), device)
 
 
 # `get_batch` is called with the same sources every step: the checks and window views of the last
