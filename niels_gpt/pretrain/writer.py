@@ -54,6 +54,7 @@ from niels_gpt.pretrain.record import (
     source_meta,
 )
 from niels_gpt.pretrain.shards import DEFAULT_SHARD_BYTES, ShardWriter, prepare_out_dir, run_writers
+from niels_gpt.pretrain.uniform import TorchUniform
 from niels_gpt.token_files import TOKEN_BYTES
 from niels_gpt.tokenizer.workers import EncodeWorkers
 
@@ -145,15 +146,13 @@ def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_do
     batch has routed so far, so writing the runs afterwards (ShardWriter.write cuts at the budget) gives
     the bytes of writing each document in turn; adjacent documents bound for one writer form one run.
     """
-    import torch
-
     room = {w: float("inf") if w.budget is None else w.budget - w.n_tokens for w in (train, val)}
     runs: list[list] = []
     pos = seen = blank = 0
-    # One draw per document: torch's CPU uniform sampler takes the generator's values one per element, in
+    # One draw per document: `g` (uniform.TorchUniform) gives torch.rand's values one per element, in
     # order, so one call for the batch gives the values of one torch.rand(1, generator=g) per document
-    # (test_stream_split_follows_the_recorded_rule checks the bytes against single draws).
-    draws = torch.rand(len(lens), generator=g).tolist()
+    # (test_stream_split_follows_the_recorded_rule checks the bytes against single torch draws).
+    draws = g.draw(len(lens)).tolist()
     for n, draw in zip(lens, draws):
         if room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0):
             return runs, seen, blank, True
@@ -176,10 +175,8 @@ def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_do
 def _read_stream(texts, tokenizer, writers: dict, val_doc_prob: float, seed: int, num_threads: int, desc: str):
     """Write the stream's documents by the seeded rule until both budgets are full or it ends;
     returns (documents read, blank ones among them)."""
-    import torch
-
     train, val = writers["train"], writers["val"]
-    g = torch.Generator().manual_seed(seed)
+    g = TorchUniform(seed)  # torch.Generator().manual_seed(seed)'s torch.rand stream, without importing torch
     seen = blank = 0
     if train.full and (val.full or val_doc_prob == 0):
         return seen, blank  # zero budgets: read nothing
