@@ -38,6 +38,8 @@ B, T, mode, rank, world_size, state version, each source's cache identity) and, 
 source's epoch and cursor and the round-robin credits. `load_state_dict` refuses a state of another
 plan with one message naming what differs, and otherwise continues exactly: the restored loader
 yields the batches the original would have yielded next (same caches, same torch version).
+`skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
+`Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from niels_gpt import layout
 from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.sampling import check_mixture, derive_seed, draw_sources
 from niels_gpt.to_device import to_device
+from niels_gpt.training import batch_dict
 from niels_gpt.training.epoch_mixer import EpochMixer
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.sources import (
@@ -85,8 +88,15 @@ class Batch:
     position_ids: torch.Tensor | None = None
     epochs: dict[str, int] | None = None  # epoch mode: completed epochs of each source after this batch
 
+    def as_dict(self, ignore_index: int = IGNORE_INDEX) -> dict[str, torch.Tensor]:
+        """The dict batch of these rows (niels_gpt.training.batch_dict: input_ids, labels, shift_labels,
+        position_ids, packed rows segment_ids); `ignore_index`: what y_masked ignores (loader.ignore_index)."""
+        fields = (self.x, self.y, self.y_masked, self.segment_ids, self.position_ids)
+        return batch_dict.as_dict(*fields, ignore_index=ignore_index)
 
-def _check_int(name: str, value, low: int, high: int | None = None) -> int:
+
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
+    """`value` if it is an int (not a bool) with low <= value (< high), else one ValueError naming it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value >= high):
         bound = f"{low} <= {name} < {high}" if high is not None else f"{name} >= {low}"
         raise ValueError(f"{name} must be an int with {bound}, got {value!r}")
@@ -111,10 +121,10 @@ class MixedLoader:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.mode = mode
-        self.B = _check_int("B", B, 1)
-        self.seed = _check_int("seed", seed, -(1 << 63))
-        self.world_size = _check_int("world_size", world_size, 1)
-        self.rank = _check_int("rank", rank, 0, self.world_size)
+        self.B = check_int("B", B, 1)
+        self.seed = check_int("seed", seed, -(1 << 63))
+        self.world_size = check_int("world_size", world_size, 1)
+        self.rank = check_int("rank", rank, 0, self.world_size)
         self.names = [name for name in sorted(p) if p[name] > 0]
         self.p = {name: float(p[name]) for name in self.names}
         self.sources = {name: sources[name] for name in self.names}
@@ -132,7 +142,7 @@ class MixedLoader:
     # -- batches -------------------------------------------------------------------------------
     def batch_at(self, step: int) -> Batch:
         """Batch number `step` of this rank (random mode); does not move the loader."""
-        _check_int("step", step, 0)
+        check_int("step", step, 0)
         if self.mode == "epoch":
             raise ValueError(
                 "batch_at is for mode='random': an epoch-mode batch depends on every batch before it; "
@@ -171,6 +181,21 @@ class MixedLoader:
             **dict(zip(FIELDS, tensors)), source=torch.from_numpy(which), step=self.step, epochs=self.mixer.epochs()
         )
 
+    def skip(self, batches: int) -> None:
+        """Move past the next `batches` batches without reading them: random mode counts steps, epoch mode
+        also runs the round robin and moves each source's cursor by the rows it was assigned."""
+        check_int("batches", batches, 0)
+        if self.mixer is not None:
+            read = np.zeros(len(self.names), dtype=np.int64)
+            for _ in range(batches):
+                read += np.bincount(self.mixer.round_robin.assign(self.B), minlength=len(self.names))
+            for name, rows in zip(self.names, read.tolist()):
+                cursor = self.mixer.cursors[name]
+                cursor.epoch, cursor.cursor = divmod(
+                    cursor.epoch * cursor.per_epoch + cursor.cursor + rows, cursor.per_epoch
+                )
+        self.step += batches
+
     def __iter__(self) -> MixedLoader:
         return self
 
@@ -208,7 +233,7 @@ class MixedLoader:
         if not isinstance(state, Mapping) or "step" not in state:
             raise ValueError(f"not a MixedLoader state (no 'step'): {state!r}")
         refuse_other_plan(state.get("fingerprint"), self.fingerprint())
-        step = _check_int("state['step']", state["step"], 0)
+        step = check_int("state['step']", state["step"], 0)
         if self.mixer is not None:
             self.mixer.restore(state, rows=step * self.B)
         self.step = step

@@ -1,0 +1,74 @@
+"""Dict batches: the rows of every reader under the names torch training code and Hugging Face models use.
+
+A dict batch holds int64 tensors of shape (B, T) (a dict item of a map-style dataset: (T,)):
+  input_ids     x: the first T ids of each T+1 window (pretrain, byte rows) or the row's inputs (SFT rows);
+  labels        UNSHIFTED (the Hugging Face convention, the model shifts): labels[:, t] is input_ids[:, t]
+                when that token is a loss-active target (the model at position t-1 must predict it), else
+                IGNORE_INDEX (-100). So labels[:, 0] is always -100 and labels[:, 1:] == shift_labels[:, :-1];
+  shift_labels  the same targets already shifted: shift_labels[:, t] is the target of position t (y_masked;
+                y for pretrain and byte rows), the window's last target included. transformers' causal-LM
+                loss uses shift_labels when given, so `model(**batch).loss` counts all T targets and equals
+                `cross_entropy(logits.view(-1, V), shift_labels.view(-1), ignore_index=-100)`; a consumer
+                that ignores shift_labels still gets a correct loss over T-1 targets from labels;
+  position_ids  0..T-1 (pretrain, byte and padded SFT rows); packed rows: the position inside each example,
+                restarting at 0 at every example start and for the padding tail;
+  segment_ids   packed SFT rows only: the example number inside the row (1..k; 0 = padding).
+The ignore value is always -100: y_masked read with another negative ignore_index is converted, a
+non-negative one (it could be a token id) is refused. In packed rows a token that starts an example is
+never a target (the SFT reader ignores it), so the last token of example i predicts nothing of example i+1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from niels_gpt.chat_template import IGNORE_INDEX
+
+KEYS = ("input_ids", "labels", "shift_labels", "position_ids")  # every dict batch; packed rows add segment_ids
+PACKED_KEYS = (*KEYS, "segment_ids")
+
+
+def _int64(a) -> torch.Tensor:
+    t = torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+    return t if t.dtype == torch.int64 else t.to(torch.int64)
+
+
+def check_ignore_index(ignore_index: int) -> int:
+    """`ignore_index` if dict batches can take y_masked that ignores it (any negative value), else one error."""
+    if ignore_index >= 0:
+        raise ValueError(
+            f"y_masked ignores {ignore_index}, which could be a token id; dict batches ignore {IGNORE_INDEX}: "
+            f"open the SFT caches with ignore_index={IGNORE_INDEX} (the default)"
+        )
+    return ignore_index
+
+
+def as_dict(x, y, y_masked=None, segment_ids=None, position_ids=None, *, ignore_index: int = IGNORE_INDEX) -> dict:
+    """The dict batch of rows given as a reader returns them ((B, T) numpy arrays or tensors, in the order
+    of a reader's tuple): `y_masked` (SFT rows) ignores `ignore_index`, None for pretrain and byte rows."""
+    x, y = _int64(x), _int64(y)
+    if x.dim() != 2 or x.shape != y.shape:
+        raise ValueError(f"x and y must be (B, T) of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if y_masked is None:
+        shift_labels = y
+    else:
+        shift_labels = _int64(y_masked)
+        if check_ignore_index(ignore_index) != IGNORE_INDEX:
+            shift_labels = shift_labels.masked_fill(shift_labels == ignore_index, IGNORE_INDEX)
+    labels = torch.empty_like(shift_labels)
+    labels[:, 0] = IGNORE_INDEX
+    labels[:, 1:] = shift_labels[:, :-1]
+    B, T = x.shape
+    if position_ids is None:
+        position_ids = torch.arange(T, dtype=torch.int64, device=x.device).repeat(B, 1)
+    batch = {"input_ids": x, "labels": labels, "shift_labels": shift_labels, "position_ids": _int64(position_ids)}
+    if segment_ids is not None:
+        batch["segment_ids"] = _int64(segment_ids)
+    return batch
+
+
+def items(batch: dict) -> list[dict]:
+    """The rows of a dict batch as dict items ((T,) views), in order; default_collate stacks them back."""
+    rows = len(batch["input_ids"])
+    return [{key: value[i] for key, value in batch.items()} for i in range(rows)]

@@ -1,0 +1,83 @@
+"""Dict batches: input_ids, unshifted labels, shift_labels, position_ids (and segment_ids), ignore value -100."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import default_collate
+
+from niels_gpt.training.batch_dict import KEYS, PACKED_KEYS, as_dict, check_ignore_index, items
+
+B, T = 3, 6
+
+
+def windows(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.random.default_rng(seed).integers(0, 50, (B, T + 1), dtype=np.uint16)
+    return rows[:, :-1].astype(np.int64), rows[:, 1:].astype(np.int64)
+
+
+def test_pretrain_rows_labels_are_the_unshifted_targets_and_shift_labels_are_y():
+    x, y = windows()
+    batch = as_dict(x, y)
+    assert tuple(batch) == KEYS and all(t.dtype == torch.int64 and t.shape == (B, T) for t in batch.values())
+    assert torch.equal(batch["input_ids"], torch.from_numpy(x)) and torch.equal(
+        batch["shift_labels"], torch.from_numpy(y)
+    )
+    assert (batch["labels"][:, 0] == -100).all()
+    assert torch.equal(batch["labels"][:, 1:], batch["input_ids"][:, 1:])  # every token is a target of its left side
+    assert torch.equal(batch["position_ids"], torch.arange(T).repeat(B, 1))
+
+
+def test_sft_rows_labels_hold_y_masked_one_to_the_right():
+    x, y = windows(1)
+    y_masked = np.where(np.arange(T) % 2 == 0, y, -100)
+    batch = as_dict(x, y, y_masked)
+    assert torch.equal(batch["shift_labels"], torch.from_numpy(y_masked))
+    assert torch.equal(batch["labels"][:, 1:], batch["shift_labels"][:, :-1]) and (batch["labels"][:, 0] == -100).all()
+    active = batch["labels"] != -100
+    assert torch.equal(batch["labels"][active], batch["input_ids"][active])  # a label is its own token
+
+
+def test_the_loss_over_labels_shifted_is_the_loss_over_shift_labels_less_the_last_target():
+    x, y = windows(2)
+    batch = as_dict(x, y, np.where(y % 3 == 0, -100, y))
+    logits = torch.randn(B, T, 50, generator=torch.Generator().manual_seed(0))
+    hf = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 50), batch["labels"][:, 1:].reshape(-1))
+    ours = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 50), batch["shift_labels"][:, :-1].reshape(-1))
+    assert torch.equal(hf, ours)
+
+
+def test_packed_rows_keep_their_segment_and_position_ids_as_int64():
+    x, y = windows(3)
+    segments = np.array([[1, 1, 2, 2, 2, 0]] * B, dtype=np.int32)
+    positions = np.array([[0, 1, 0, 1, 2, 0]] * B, dtype=np.int64)
+    batch = as_dict(x, y, y, segments, positions)
+    assert tuple(batch) == PACKED_KEYS and batch["segment_ids"].dtype == torch.int64
+    assert torch.equal(batch["position_ids"], torch.from_numpy(positions))
+
+
+def test_another_negative_ignore_value_is_converted_a_token_id_is_refused():
+    x, y = windows(4)
+    y_masked = np.where(y % 2 == 0, y, -1)
+    assert torch.equal(
+        as_dict(x, y, y_masked, ignore_index=-1)["shift_labels"], torch.from_numpy(np.where(y % 2 == 0, y, -100))
+    )
+    with pytest.raises(ValueError, match="could be a token id"):
+        as_dict(x, y, y_masked, ignore_index=0)
+    assert check_ignore_index(-100) == -100
+
+
+def test_items_are_rows_and_default_collate_stacks_them_back():
+    batch = as_dict(*windows(5))
+    rows = items(batch)
+    assert len(rows) == B and rows[1]["labels"].shape == (T,)
+    assert all(torch.equal(v, batch[k]) for k, v in default_collate(rows).items())
+
+
+def test_tensors_from_a_loader_batch_keep_their_values():
+    x, y = (torch.from_numpy(a) for a in windows(6))
+    batch = as_dict(x, y)
+    assert batch["input_ids"] is x and batch["shift_labels"] is y
+    with pytest.raises(ValueError, match="must be \\(B, T\\)"):
+        as_dict(x[0], y[0])
