@@ -174,10 +174,10 @@ def scan_repos(root: Path) -> dict[str, Repo]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass
 class Request:
-    """One request as the server answered it: status None when no answer was sent, `bytes_sent` the
-    body bytes written, `fault` the label of the fault that took it."""
+    """One request, logged when it arrives; `status` (None until an answer is sent) and `bytes_sent`
+    (body bytes written) are filled in as the answer goes out; `fault`: the label of the fault that took it."""
 
     method: str
     path: str
@@ -189,7 +189,7 @@ class Request:
 
 
 class RequestLog:
-    """The requests answered so far, in the order they finished; thread-safe."""
+    """The requests received so far, in the order they arrived; thread-safe."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -260,17 +260,14 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode() if method == "POST" else ""
         split = urlsplit(self.path)
         self._path = unquote(split.path)
-        self._status: int | None = None
-        self._sent = 0
         self._fault: Fault | None = self.server.hub.faults.take(method, self._path)
+        self._entry = Request(method, self._path, None, 0, self.headers.get("Range"), None, time.time())
+        self._entry.fault = self._fault.label if self._fault else None
+        self.server.hub.requests.append(self._entry)
         try:
             self._answer(method, split.path, parse_qs(split.query), body)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
-        finally:
-            fault = self._fault.label if self._fault else None
-            entry = Request(method, self._path, self._status, self._sent, self.headers.get("Range"), fault, time.time())
-            self.server.hub.requests.append(entry)
 
     def _answer(self, method: str, raw_path: str, query: dict, body: str) -> None:
         fault = self._fault
@@ -290,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._error(404, None, "Sorry, we can't find the page you are looking for.")
 
     def _send(self, status: int, headers: dict, length: int) -> None:
-        self._status = status
+        self._entry.status = status
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
@@ -328,18 +325,18 @@ class _Handler(BaseHTTPRequestHandler):
         fault = self._fault
         cut = fault.after_bytes if fault is not None and fault.kind in ("reset", "stall") else None
         for chunk in chunks:
-            if cut is not None and self._sent + len(chunk) >= cut:
-                head = chunk[: cut - self._sent]
+            if cut is not None and self._entry.bytes_sent + len(chunk) >= cut:
+                head = chunk[: cut - self._entry.bytes_sent]
                 self.wfile.write(head)
                 self.wfile.flush()
-                self._sent += len(head)
+                self._entry.bytes_sent += len(head)
                 if fault.kind == "reset":
                     return self._abort(fault.mode)
                 if self.server.stopping.wait(fault.seconds):
                     return self._abort("fin")
                 chunk, cut = chunk[len(head) :], None
             self.wfile.write(chunk)
-            self._sent += len(chunk)
+            self._entry.bytes_sent += len(chunk)
 
     # ------------------------------------------------------------------ routes
 
