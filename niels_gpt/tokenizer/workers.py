@@ -15,22 +15,34 @@ second process would only add start-up and copying). Input is read at most AHEAD
 worker ahead of the result being consumed: memory holds a few batches, and a writer whose budget is
 full stops the reading soon after.
 
-Workers are started on the first batch from a fork server (a clean single-threaded process that has
-imported numpy and sentencepiece once, so a fork is safe whatever threads this process runs, and the
-second and later sets of workers in a process start in ~0.1 s instead of ~0.7 s), or spawned where
-fork servers do not exist (Windows). They ignore Ctrl-C: the parent handles it and shuts them down.
-An exception in `fn` is raised again in the parent by `map`. As with any multiprocessing outside the
-fork method, each worker imports the main module again: a script that builds caches through the API
-must keep its top-level code under `if __name__ == "__main__":` (the CLIs and Snakemake rules do).
+Workers start on the first batch, forked from a fork server (a single-threaded process that imported
+numpy and sentencepiece once; later sets of workers start in ~0.1 s instead of ~0.7 s), or spawned
+where there is none (Windows). Forking this process itself is not safe: by then it runs threads
+(torch's intra-op pool, pyarrow's, `datasets`' prefetch, tqdm's monitor: 10 in a streamed build) whose
+locks a child would inherit held. Workers ignore Ctrl-C (the parent shuts them down); an exception in
+`fn` is raised again by `map`.
+
+The main module stays out of the workers. By default multiprocessing has each worker run it again (a
+script as `__mp_main__`) so that its objects can be unpickled, so a script calling the builders at its
+top level without `if __name__ == "__main__":` would build again in every worker, and die. What is sent
+here comes from niels_gpt, so each worker is started while `sys.modules["__main__"]` is a blank module
+(the few ms of `Process.start`): no main module is prepared, the script runs once, guard or none, and a
+worker does not import what it imports (torch: 1.5 s and ~190 MB per worker,
+benchmarks/bench_worker_start.py). Only when the tokenizer or `fn` comes from the main module
+(`refers_to_main`) do the workers run it, and that script needs the guard.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import io
 import multiprocessing
 import os
+import pickle
 import signal
+import sys
+import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -73,8 +85,50 @@ def _call(fn: Callable, batch: Any):
     return fn(_worker_tokenizer, batch)
 
 
-def _context():
-    ctx = multiprocessing.get_context(START_METHOD)
+class _MainFinder(pickle.Pickler):
+    """Pickles into a throwaway buffer, noting whether a class or function of `__main__` is referred to."""
+
+    def __init__(self):
+        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL)
+        self.found = False
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType)) and getattr(obj, "__module__", None) == "__main__":
+            self.found = True
+            return str, ()  # a stand-in: the scan needs no lookup of the name
+        return NotImplemented  # pickle it as usual
+
+
+def refers_to_main(*objects) -> bool:
+    """Whether pickling `objects` refers to a class or function of the main module (a worker could not
+    unpickle them without running that module)."""
+    finder = _MainFinder()
+    finder.dump(objects)
+    return finder.found
+
+
+_BASE_CONTEXT = multiprocessing.get_context(START_METHOD)
+_BLANK_MAIN = types.ModuleType("__main__")  # no __file__, no __spec__: multiprocessing prepares no main
+
+
+class _ProcessWithoutMain(_BASE_CONTEXT.Process):
+    """A worker process whose preparation data names no main module, so the child does not run it."""
+
+    def start(self) -> None:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = _BLANK_MAIN
+        try:
+            super().start()
+        finally:
+            sys.modules["__main__"] = main
+
+
+class _ContextWithoutMain(type(_BASE_CONTEXT)):
+    Process = _ProcessWithoutMain
+
+
+def _context(with_main: bool):
+    ctx = _BASE_CONTEXT if with_main else _ContextWithoutMain()
     if START_METHOD == "forkserver":
         ctx.set_forkserver_preload(PRELOAD)
     return ctx
@@ -100,7 +154,7 @@ class EncodeWorkers:
         if self._pool is None:
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.num_workers,
-                mp_context=_context(),
+                mp_context=_context(with_main=refers_to_main(self.tokenizer, fn)),
                 initializer=_init_worker,
                 initargs=(self.tokenizer,),
             )

@@ -1,12 +1,22 @@
-"""EncodeWorkers: batches encoded in worker processes come back in input order, errors come back too."""
+"""EncodeWorkers: batches encoded in worker processes come back in input order, errors come back too; the
+workers are started without the main module unless what they are sent needs it."""
 
 from __future__ import annotations
+
+import sys
+import types
 
 import pytest
 
 from niels_gpt.pretrain.encode import encode_documents
 from niels_gpt.token_files import pack_tokens
-from niels_gpt.tokenizer.workers import AHEAD_PER_WORKER, EncodeWorkers, available_cpus, resolve_workers
+from niels_gpt.tokenizer.workers import (
+    AHEAD_PER_WORKER,
+    EncodeWorkers,
+    available_cpus,
+    refers_to_main,
+    resolve_workers,
+)
 from tests.support.corpus import tiny_corpus
 
 
@@ -74,3 +84,50 @@ def test_pack_tokens_puts_end_after_every_non_empty_list():
     packed = pack_tokens([[5, 65535], [], [7]], end=4)
     assert packed.dtype.str == "<u2" and packed.tolist() == [5, 65535, 4, 7, 4]
     assert pack_tokens([[1, 2], [], [3]]).tolist() == [1, 2, 3] and pack_tokens([]).tolist() == []
+
+
+def test_refers_to_main_finds_classes_and_functions_of_the_main_module(tiny_tokenizer):
+    class ScriptTokenizer:
+        pass
+
+    ScriptTokenizer.__module__ = "__main__"
+    assert not refers_to_main(tiny_tokenizer, encode_documents)
+    assert refers_to_main(ScriptTokenizer()) and refers_to_main([{"fn": ScriptTokenizer}])
+
+
+def fake_main(monkeypatch, folder, marker) -> types.ModuleType:
+    """`__main__` as a script run by path that appends a line to `marker` whenever its top level runs
+    and defines a tokenizer class of its own."""
+    script = folder / "script.py"
+    script.write_text(
+        "from niels_gpt.tokenizer import SentencePieceTokenizer\n"
+        f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\n"
+        "class ScriptTokenizer(SentencePieceTokenizer):\n    pass\n"
+    )
+    main = types.ModuleType("__main__")
+    main.__file__, main.__spec__ = str(script), None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    exec(compile(script.read_text(), str(script), "exec"), main.__dict__)
+    return main
+
+
+def test_workers_do_not_run_the_main_module(tiny_tokenizer, tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    fake_main(monkeypatch, tmp_path, marker)
+    with EncodeWorkers(tiny_tokenizer, 2) as workers:
+        got = list(workers.map(encode_documents, [["one"], ["two"], ["three"]]))
+        assert len(workers._pool._processes) == 2
+    assert [lens for _, lens in got] == [[len(tiny_tokenizer.encode(t))] for t in ("one", "two", "three")]
+    assert marker.read_text() == "ran\n"  # the fake main's own run, no worker's
+    assert sys.modules["__main__"].__file__.endswith("script.py")  # put back after every start
+
+
+def test_a_tokenizer_class_of_the_main_module_has_the_workers_run_it(tiny_tokenizer_path, tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    main = fake_main(monkeypatch, tmp_path, marker)
+    tokenizer = main.ScriptTokenizer(tiny_tokenizer_path)
+    with EncodeWorkers(tokenizer, 2) as workers:
+        got = list(workers.map(encode_documents, [["one"], ["two"], ["three"]]))
+        n = len(workers._pool._processes)
+    assert [lens for _, lens in got] == [[len(tokenizer.encode(t))] for t in ("one", "two", "three")]
+    assert marker.read_text() == "ran\n" * (1 + n)  # each worker ran the script to unpickle the tokenizer
