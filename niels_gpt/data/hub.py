@@ -19,7 +19,9 @@ commit in a streamed dataset's data file URLs, or in a prepared dataset's Arrow 
 files, each file and its sha256.
 
 Invariant: a hub dataset that cannot be reached raises `SourceUnavailableError` naming the dataset
-and the demo switch; nothing ever falls back to the sample data silently.
+and the demo switch; nothing ever falls back to the sample data silently. A read that names what the
+repository does not have (the dataset, a config, a split, a revision) raises `HubDatasetError`: one
+line naming it and what the repository has (its configs, its splits, or its default branch's commit).
 """
 
 from __future__ import annotations
@@ -140,6 +142,89 @@ def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> Sour
     return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {exc}. {DEMO_HINT}.")
 
 
+class HubDatasetError(ValueError):
+    """A hub read names what its repository does not have: the dataset, a config, a split or a revision."""
+
+
+def _listing(names: Any) -> str:
+    return ", ".join(map(str, names))
+
+
+def _what(read: HubRead) -> str:
+    config = f" config {read.config!r}" if read.config else ""
+    revision = f" at revision {read.revision!r}" if read.revision else ""
+    return f"hub dataset {read.dataset_id!r}{config}{revision}"
+
+
+def _ask(call, *args, **kwargs):
+    """`call(...)`'s answer, or None when it fails (it only words an error that is already raised)."""
+    try:
+        return call(*args, **kwargs)
+    except Exception:
+        return None
+
+
+def _missing_dataset_or_revision(read: HubRead, exc: BaseException) -> HubDatasetError:
+    import datasets
+    from huggingface_hub import HfApi
+
+    if read.revision is not None and f"Revision '{read.revision}'" in str(exc):
+        head = _ask(lambda: HfApi().dataset_info(read.dataset_id, timeout=30).sha)
+        pin = (
+            f"its default branch is at commit {head}: pin it with `revision: {head}`"
+            if head
+            else "pin an existing branch, tag or commit sha"
+        )
+        return HubDatasetError(
+            f"hub dataset {read.dataset_id!r} has no revision {read.revision!r} (a branch, tag or commit sha); "
+            f"{pin} in the source's section of config.yaml, or set `revision: null` to read the default branch"
+        )
+    if "gated" in str(exc):
+        return HubDatasetError(
+            f"hub dataset {read.dataset_id!r} is gated: accept its terms on the hub, then log in "
+            "(`hf auth login`, or set HF_TOKEN)"
+        )
+    return HubDatasetError(
+        f"hub dataset {read.dataset_id!r} does not exist on {datasets.config.HF_ENDPOINT} or cannot be accessed; "
+        "check the source's `dataset_id:` in config.yaml (a private dataset also needs `hf auth login` or HF_TOKEN)"
+    )
+
+
+def _missing_config_or_split(read: HubRead) -> HubDatasetError | None:
+    """The config or split of `read` that its repository lacks, asked of the hub; None if both exist."""
+    import datasets
+
+    configs = _ask(datasets.get_dataset_config_names, read.dataset_id, revision=read.revision)
+    if configs and read.config not in configs and (read.config is not None or "default" not in configs):
+        if read.config is None:
+            return HubDatasetError(
+                f"hub dataset {read.dataset_id!r} has several configs and none is the default; "
+                f"its configs: {_listing(configs)}. Name one with the source's `config:` in config.yaml"
+            )
+        return HubDatasetError(
+            f"{_what(read)} does not exist; its configs: {_listing(configs)}. "
+            "Set the source's `config:` in config.yaml to one of them"
+        )
+    splits = _ask(datasets.get_dataset_split_names, read.dataset_id, read.config, revision=read.revision)
+    if splits and read.split not in splits:
+        return HubDatasetError(
+            f"{_what(read)} has no split {read.split!r}; its splits: {_listing(splits)}. "
+            "Set the source's split in config.yaml to one of them"
+        )
+    return None
+
+
+def hub_dataset_error(read: HubRead, exc: BaseException) -> HubDatasetError | None:
+    """What `load_dataset`'s `exc` means for `read` when the repository lacks what it names, else None."""
+    from datasets.exceptions import DatasetNotFoundError
+
+    if isinstance(exc, DatasetNotFoundError):
+        return _missing_dataset_or_revision(read, exc)
+    if isinstance(exc, ValueError):
+        return _missing_config_or_split(read)
+    return None
+
+
 def open_dataset(read: HubRead, provenance: dict | None = None):
     """A `datasets.Dataset` / `IterableDataset` of `read.split`; `provenance` (if given) is filled in."""
     import datasets
@@ -158,6 +243,9 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
     except Exception as e:
         if is_unreachable_error(e):
             raise unavailable(read.dataset_id, read.config, e) from e
+        missing = hub_dataset_error(read, e)
+        if missing is not None:
+            raise missing from e
         raise
     prov.update(resolved_revision(ds, read.dataset_id))
     return ds
