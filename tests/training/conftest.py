@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from niels_gpt.pretrain.writer import build_pretrain_cache, write_not_built_meta
 from niels_gpt.sft.writer import build_sft_cache
+from niels_gpt.streams.build import write_stream
 from tests.support.chats import random_chats
 from tests.support.corpus import tiny_corpus
 
@@ -46,4 +48,17 @@ def packable_caches(tiny_tokenizer, tmp_path_factory) -> Path:
     for k, name in enumerate(("dolly15k", "oasst1")):
         chats = random_chats(60 + 20 * k, seed=k, max_words=12)
         build_sft_cache(chats, str(root / "sft" / name), tokenizer=tiny_tokenizer, val_frac=0.1, seed=0, source=name)
+    return root
+
+
+STREAM_SIZES = {"wiki": 3_000, "roam": 1_200, "primer": 500}  # bytes of random train streams
+
+
+@pytest.fixture(scope="session")
+def stream_caches(tmp_path_factory) -> Path:
+    """A streams folder with the train streams of STREAM_SIZES (random bytes, the real stream writer)."""
+    root = tmp_path_factory.mktemp("stream_caches")
+    rng = np.random.default_rng(0)
+    for name, size in STREAM_SIZES.items():
+        write_stream(root, name, "train", rng.integers(0, 256, size, dtype=np.uint8).tobytes(), {})
     return root
