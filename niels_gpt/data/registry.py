@@ -218,13 +218,14 @@ def _primer_samples(path: str, prov: dict) -> Iterator:
     yield from _grouped(samples, "index")
 
 
-def wikitext_lines(cfg: dict) -> dict[str, list[str]]:
-    """{"train", "val", "test"} -> the non-empty lines of each wikitext split (the wiki byte stream)."""
+def wikitext_lines(cfg: dict, provenance: dict | None = None) -> dict[str, list[str]]:
+    """{"train", "val", "test"} -> the non-empty lines of each wikitext split (the wiki byte stream);
+    `provenance` (if given) gets each key's record of what was read (dataset, split, the commit)."""
     from niels_gpt.data.wikitext import load_wikitext
 
     s = cfg["sources"]["wikitext"]
     splits = {"train": s["train_split"], "val": s["val_split"], "test": "test"}
-    return load_wikitext(read=hub_read(cfg, "wikitext"), splits=splits)
+    return load_wikitext(read=hub_read(cfg, "wikitext"), splits=splits, provenance=provenance)
 
 
 def source_input_files(cfg: dict, source: str) -> list[str]:

@@ -135,7 +135,9 @@ def _file_stat(path: str | os.PathLike) -> dict:
     return {"path": os.fspath(path), "mtime_ns": st.st_mtime_ns, "size": st.st_size}
 
 
-def _wiki_streams(cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]], header: dict):
+def _wiki_streams(
+    cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]], header: dict, wiki_read: Mapping | None
+):
     streams = []
     for split in SPLITS:
         if split not in docs_by_split:
@@ -148,6 +150,9 @@ def _wiki_streams(cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[s
             "total_chars": sum(map(len, docs)),
             "sep": cfg.doc_separator,
         }
+        if wiki_read is not None:  # the loader's record: dataset, split, the commit read (or the local files)
+            read = dict(wiki_read.get(split) or {})
+            inputs.update({"dataset_revision": read.get("revision"), "provenance": read})
         streams.append(SplitStream("wiki", split, header, inputs, partial(join_documents, docs, cfg.doc_separator)))
     return streams
 
@@ -214,17 +219,20 @@ def source_streams(
     source: str,
     wiki_docs: WikiDocs | None = None,
     wiki_dataset: tuple[str, str | None] | None = None,
+    wiki_read: Mapping | None = None,
 ) -> list[SplitStream]:
     """The train and val streams of `source`; wiki reads `wiki_docs` ({"train": [...], "val": [...]}, lines
     of `wiki_dataset`, or a function returning them), or wikitext's default splits when None.
-    FileNotFoundError when the source has no input."""
+    `wiki_read` ({"train": record, "val": record}, filled by the loader while `wiki_docs` runs: dataset,
+    split, the commit read) goes into each wiki stream's meta as `provenance`, its commit as
+    `dataset_revision`. FileNotFoundError when the source has no input."""
     header = stream_header(cfg, source, wiki_dataset)
     if source == "wiki":
         if wiki_docs is None:
             from niels_gpt.data.wikitext import load_wikitext
 
             wiki_docs = load_wikitext
-        return _wiki_streams(cfg, wiki_docs() if callable(wiki_docs) else wiki_docs, header)
+        return _wiki_streams(cfg, wiki_docs() if callable(wiki_docs) else wiki_docs, header, wiki_read)
     if source == "roam":
         return _roam_streams(cfg, header)
     return _primer_streams(cfg, header)

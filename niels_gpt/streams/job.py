@@ -51,9 +51,11 @@ def build_stream_from_config(cfg: Mapping, source: str, out_dir: str | os.PathLi
         cfg, cache_dir=out_dir, enabled_sources=(source,), required_sources=required, force_rebuild=True
     )
     wikitext = cfg["sources"]["wikitext"]
+    wiki_read: dict = {}  # what each wikitext split read (the commit included), filled by wikitext_lines
     streams = build_streams(
         scfg,
-        wiki_docs=lambda: wikitext_lines(cfg),  # read only when the source is wiki
+        wiki_docs=lambda: wikitext_lines(cfg, provenance=wiki_read),  # read only when the source is wiki
         wiki_dataset=(wikitext["dataset_id"], wikitext["config"]),
+        wiki_read=wiki_read,
     )
     return {split: streams[(source, split)].meta for split in layout.SPLITS}

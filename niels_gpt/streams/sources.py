@@ -49,7 +49,9 @@ class Stream:
     reused: bool = False
 
 
-def _plan(cfg: StreamBuildConfig, wiki_docs, wiki_dataset) -> tuple[dict[str, list[SplitStream]], dict[str, str]]:
+def _plan(
+    cfg: StreamBuildConfig, wiki_docs, wiki_dataset, wiki_read
+) -> tuple[dict[str, list[SplitStream]], dict[str, str]]:
     """Streams of every enabled source in STREAM_SOURCES order; sources not built -> reason."""
     plans: dict[str, list[SplitStream]] = {}
     not_built: dict[str, str] = {}
@@ -57,7 +59,7 @@ def _plan(cfg: StreamBuildConfig, wiki_docs, wiki_dataset) -> tuple[dict[str, li
         if source not in cfg.enabled_sources:
             continue
         try:
-            plans[source] = source_streams(cfg, source, wiki_docs, wiki_dataset)
+            plans[source] = source_streams(cfg, source, wiki_docs, wiki_dataset, wiki_read)
         except (FileNotFoundError, NotADirectoryError) as e:
             if source in cfg.required_sources:
                 raise
@@ -99,14 +101,16 @@ def build_streams(
     *,
     wiki_docs: WikiDocs | None = None,
     wiki_dataset: tuple[str, str | None] | None = None,
+    wiki_read: Mapping | None = None,
 ) -> dict[tuple[str, str], Stream]:
     """(source, split) -> Stream for every enabled source, built or not (steps: the module docstring).
 
     `wiki_docs` ({"train": [...], "val": [...]}, lines of `wiki_dataset` = (dataset id, config), or a
     function returning them, called only when wiki is enabled) replace loading wikitext's default
-    splits; `wiki_dataset` defaults to wikitext's (`build.wikitext_dataset`)."""
+    splits; `wiki_dataset` defaults to wikitext's (`build.wikitext_dataset`); `wiki_read` (what the loader
+    read, filled while `wiki_docs` runs) is recorded in the wiki streams' meta (`build.source_streams`)."""
     check_gating(cfg)
-    plans, not_built = _plan(cfg, wiki_docs, wiki_dataset)
+    plans, not_built = _plan(cfg, wiki_docs, wiki_dataset, wiki_read)
     pending: dict[tuple[str, str], _Pending] = {}
     for source, splits in plans.items():
         got = {plan.split: _load_or_build(cfg, plan) for plan in splits}
@@ -142,13 +146,14 @@ def build_sources_from_docs(
     *,
     wiki_docs: WikiDocs | None = None,
     wiki_dataset: tuple[str, str | None] | None = None,
+    wiki_read: Mapping | None = None,
 ) -> tuple[BytesSources, BytesSources]:
     """`build_sources` with the wiki documents given ({"train": [...], "val": [...]}) instead of loaded.
 
     Roam and primer still come from `cfg.roam_root` / `cfg.primer_path`. Nothing is written when a
     check fails.
     """
-    return _by_split(build_streams(cfg, wiki_docs=wiki_docs, wiki_dataset=wiki_dataset))
+    return _by_split(build_streams(cfg, wiki_docs=wiki_docs, wiki_dataset=wiki_dataset, wiki_read=wiki_read))
 
 
 def build_sources(cfg: StreamBuildConfig) -> tuple[BytesSources, BytesSources]:

@@ -31,14 +31,29 @@ def test_the_job_writes_what_build_sources_writes(demo, tmp_path):
 
     for source in ("wiki", "roam", "primer"):
         build_stream_from_config(demo, source, tmp_path / "job")
-    wikitext = demo["sources"]["wikitext"]
+    wikitext, wiki_read = demo["sources"]["wikitext"], {}
     build_sources_from_docs(
         stream_build_config(demo, cache_dir=tmp_path / "direct"),
-        wiki_docs=wikitext_lines(demo),
+        wiki_docs=wikitext_lines(demo, provenance=wiki_read),
         wiki_dataset=(wikitext["dataset_id"], wikitext["config"]),
+        wiki_read=wiki_read,
     )
     files = {run: {p.name: p.read_bytes() for p in (tmp_path / run).iterdir()} for run in ("job", "direct")}
     assert len(files["job"]) == 12 and files["job"] == files["direct"]
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+def test_wiki_streams_record_the_dataset_and_the_commit_they_read(demo, hub, tmp_path):
+    hub_cfg = deep_merge(demo, {"demo": False})
+    metas = build_stream_from_config(hub_cfg, "wiki", tmp_path / "hub")
+    sha = hub.sha("Salesforce/wikitext")
+    for split, hub_split in (("train", "train"), ("val", "validation")):
+        meta = metas[split]
+        assert (meta["dataset_name"], meta["dataset_config"]) == ("Salesforce/wikitext", "wikitext-103-raw-v1")
+        assert meta["dataset_revision"] == sha == meta["provenance"]["revision"]
+        assert (meta["provenance"]["split"], meta["provenance"]["local"]) == (hub_split, False)
+    demo_meta = build_stream_from_config(demo, "wiki", tmp_path / "demo")["train"]  # local files: each one's sha256
+    assert demo_meta["dataset_revision"] is None and demo_meta["provenance"]["data_files"][0]["sha256"]
 
 
 def test_the_job_always_rebuilds(demo, tmp_path, monkeypatch, capsys):
