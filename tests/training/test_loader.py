@@ -280,3 +280,20 @@ def test_ignore_index_reaches_every_row(packable_caches, packing):
     mixed["oasst1"] = SFTExampleDataset.from_cache_dir(packable_caches / "sft" / "oasst1", T=PACKED_T, ignore_index=-1)
     with pytest.raises(ValueError, match=r"one ignore_index, got \{'dolly15k': -100, 'oasst1': -1\}"):
         MixedLoader(mixed, p=PACKED_P, B=B, seed=0)
+
+
+@pytest.mark.parametrize("mode", ["random", "epoch"])
+def test_skip_moves_the_plan_as_far_as_reading_the_batches_would(loader_caches, mode):
+    read, skipped = pretrain(loader_caches, mode=mode), pretrain(loader_caches, mode=mode)
+    take(read, 37)
+    skipped.skip(37)
+    assert skipped.state_dict() == read.state_dict() and same(next(skipped), next(read))
+    if mode == "epoch":
+        assert read.state_dict()["sources"]["fineweb_edu"]["epoch"] >= 1  # the skip crossed an epoch end
+
+
+def test_a_batch_as_a_dict_has_unshifted_labels_and_the_shifted_targets(loader_caches):
+    batch = MixedLoader.sft(loader_caches, p=SFT_P, T=T, B=B, seed=3).batch_at(2)
+    d = batch.as_dict()
+    assert torch.equal(d["input_ids"], batch.x) and torch.equal(d["shift_labels"], batch.y_masked)
+    assert torch.equal(d["labels"][:, 1:], batch.y_masked[:, :-1]) and (d["labels"][:, 0] == -100).all()

@@ -1,0 +1,168 @@
+"""MixedBatches: a MixedLoader's batches as a torch IterableDataset of dict batches, the same for any number
+of DataLoader workers, exactly resumable through torchdata's StatefulDataLoader.
+
+`MixedBatches.pretrain(cache_dir, p=..., T=..., B=..., seed=..., mode="random" | "epoch")` (or `.sft`,
+`.streams`, or `MixedBatches(open_loader)` over any picklable callable that opens a MixedLoader) yields,
+endlessly, batch g of that MixedLoader as a dict batch (batch_dict.py). Each item is a whole batch: use
+`DataLoader(ds, batch_size=None, num_workers=k)` (batch_size=B would stack B batches of one worker).
+
+Work split: worker w of k makes global batches w, w + k, w + 2k, ...; the loader asks worker i % k for its
+i-th batch and hands batches out in that order (in_order=True, the default), so the sequence is the same
+for every k (k = 0: the main process makes every batch). Random mode: batch g is a pure function of
+(seed, g, rank) (`MixedLoader.batch_at`). Epoch mode: every worker runs the whole plan (round robin and
+cursors, integers) but reads rows only for its own batches (`MixedLoader.skip` for the others').
+
+Resume: each worker's iterator is stateful, `state_dict()` = {"worker", "num_workers", "loader": its
+MixedLoader's state at its next batch (plan fingerprint included)}; StatefulDataLoader keeps one per
+worker and counts only the batches it has handed out, so N batches, a save, a new process, a load and M
+batches equal N + M batches. A state of another plan is refused with MixedLoader's message
+(plan.refuse_other_plan), a state of another worker count with a ValueError (see also
+loader_state.load_loader_state, which checks the count before the loader's own asserts).
+
+The caches are opened, and checked against the tokenizer, when the dataset is built; rank and world_size
+are fixed then (samplers.resolve_rank: torch.distributed when it is initialized). The dataset pickles
+without its open caches: a worker opens them again at its first batch (spawn, forkserver) and refuses
+caches whose plan fingerprint has changed since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from torch.utils.data import IterableDataset, get_worker_info
+
+from niels_gpt.chat_template import IGNORE_INDEX
+from niels_gpt.training.batch_dict import check_ignore_index
+from niels_gpt.training.loader import MixedLoader
+from niels_gpt.training.plan import plan_changes
+from niels_gpt.training.samplers import resolve_rank
+from niels_gpt.training.sources import weighted
+
+
+def open_streams_loader(streams_dir, split: str = "train", *, p: Mapping[str, float], T: int, **mixing) -> MixedLoader:
+    """A MixedLoader over the byte streams of one split in `streams_dir` (e.g. cache/streams): one source per
+    stream with weight > 0 in `p` (a StreamBatcher of that stream alone); `mixing`: B, seed, rank, ..."""
+    from niels_gpt.streams.batches import StreamBatcher, load_stream_cache
+
+    p = weighted(p)
+    streams = load_stream_cache(streams_dir, split, list(p))
+    sources = {name: StreamBatcher({name: stream}, p={name: 1.0}, T=T) for name, stream in streams.items()}
+    return MixedLoader(sources, p=p, **mixing)
+
+
+class MixedBatches(IterableDataset):
+    """Endless dict batches of the MixedLoader `open_loader()` opens (module docstring); `opened`: that
+    loader, already opened (with checks `open_loader` may leave out, e.g. the tokenizer's)."""
+
+    def __init__(self, open_loader: Callable[[], MixedLoader], *, opened: MixedLoader | None = None):
+        self.open_loader = open_loader
+        loader = open_loader() if opened is None else opened
+        if not isinstance(loader, MixedLoader) or loader.step != 0:
+            raise ValueError(f"open_loader must open a MixedLoader at step 0, got {loader!r}")
+        self.ignore_index = IGNORE_INDEX if loader.ignore_index is None else check_ignore_index(loader.ignore_index)
+        self.fingerprint = loader.fingerprint()
+        self.mode, self.B, self.T = loader.mode, loader.B, loader.T
+        self.rank, self.world_size = loader.rank, loader.world_size
+        self._loader = loader
+
+    @property
+    def loader(self) -> MixedLoader:
+        """The loader at step 0 whose sources the iterators share (opened again after unpickling)."""
+        if self._loader is None:
+            loader = self.open_loader()
+            changes = plan_changes(self.fingerprint, loader.fingerprint())
+            if changes:
+                raise ValueError(
+                    f"the caches of this MixedBatches changed since it was built ({'; '.join(changes)}); build it again"
+                )
+            self._loader = loader
+        return self._loader
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_loader"] = None  # memory maps are opened again where the dataset lands
+        return state
+
+    def __iter__(self) -> MixedBatchIterator:
+        info = get_worker_info()  # None in the main process (num_workers=0)
+        worker, num_workers = (0, 0) if info is None else (info.id, info.num_workers)
+        return MixedBatchIterator(self, worker, num_workers)
+
+    def __repr__(self) -> str:
+        return (
+            f"MixedBatches(mode={self.mode!r}, p={self.fingerprint['p']}, B={self.B}, T={self.T}, "
+            f"seed={self.fingerprint['seed']}, rank={self.rank}/{self.world_size})"
+        )
+
+    # -- caches on disk: the MixedLoader openers, with rank and world_size resolved here ---------------
+    @classmethod
+    def pretrain(cls, cache_dir, split: str = "train", *, tokenizer=None, rank=None, world_size=None, **mixing):
+        """Batches of `MixedLoader.pretrain(cache_dir, split, p=..., T=..., B=..., seed=..., mode=...)`."""
+        return cls._opened(partial(MixedLoader.pretrain, str(cache_dir), split), tokenizer, rank, world_size, mixing)
+
+    @classmethod
+    def sft(cls, cache_dir, split: str = "train", *, tokenizer=None, rank=None, world_size=None, **mixing):
+        """Batches of `MixedLoader.sft(cache_dir, split, p=..., T=..., B=..., seed=..., packing=..., mode=...)`."""
+        return cls._opened(partial(MixedLoader.sft, str(cache_dir), split), tokenizer, rank, world_size, mixing)
+
+    @classmethod
+    def streams(cls, streams_dir, split: str = "train", *, rank=None, world_size=None, **mixing):
+        """Batches of `open_streams_loader(streams_dir, split, p=..., T=..., B=..., seed=..., mode=...)`."""
+        opener = partial(open_streams_loader, str(streams_dir), split)
+        return cls._opened(opener, None, rank, world_size, mixing)
+
+    @classmethod
+    def _opened(cls, opener, tokenizer, rank, world_size, mixing: dict) -> MixedBatches:
+        rank, world_size = resolve_rank(rank, world_size)
+        open_loader = partial(opener, rank=rank, world_size=world_size, **mixing)
+        checked = {"tokenizer": tokenizer} if tokenizer is not None else {}
+        return cls(open_loader, opened=open_loader(**checked))
+
+
+class MixedBatchIterator:
+    """Worker `worker` of the loader's `num_workers` (0: the main process makes every batch): global batches
+    worker, worker + stride, ... with stride = max(num_workers, 1); stateful."""
+
+    def __init__(self, dataset: MixedBatches, worker: int, num_workers: int):
+        self.dataset, self.worker, self.num_workers = dataset, worker, num_workers
+        self.stride = max(num_workers, 1)
+        shared = dataset.loader
+        self.loader = MixedLoader(
+            shared.sources,
+            p=shared.p,
+            B=shared.B,
+            seed=shared.seed,
+            rank=shared.rank,
+            world_size=shared.world_size,
+            mode=shared.mode,
+        )
+        self.loader.skip(worker)
+
+    def __iter__(self) -> MixedBatchIterator:
+        return self
+
+    def __next__(self) -> dict:
+        batch = next(self.loader).as_dict(self.dataset.ignore_index)
+        self.loader.skip(self.stride - 1)  # the other workers' batches
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"worker": self.worker, "num_workers": self.num_workers, "loader": self.loader.state_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if not isinstance(state, Mapping) or not {"worker", "num_workers", "loader"} <= set(state):
+            raise ValueError(f"not a MixedBatches state (it needs 'worker', 'num_workers' and 'loader'): {state!r}")
+        if (state["worker"], state["num_workers"]) != (self.worker, self.num_workers):
+            raise ValueError(
+                f"refusing to resume: this state was saved by worker {state['worker']} of num_workers="
+                f"{state['num_workers']}, loaded into worker {self.worker} of {self.num_workers} (each worker keeps "
+                f"its own position); build the DataLoader with num_workers={state['num_workers']}"
+            )
+        self.loader.load_state_dict(state["loader"])
+        if (self.loader.step - self.worker) % self.stride:
+            raise ValueError(
+                f"inconsistent MixedBatches state: worker {self.worker} of {self.num_workers} at batch "
+                f"{self.loader.step:,}, which is not one of its batches"
+            )
