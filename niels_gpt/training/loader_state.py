@@ -1,0 +1,40 @@
+"""Loading a torchdata StatefulDataLoader state, refused with one clear error when the worker count differs.
+
+A StatefulDataLoader state is laid out by the loader's num_workers: a single-process loader (0 workers)
+saves a flat dict with "_num_yielded"; a loader with k > 0 workers saves {"_snapshot": {"_main_snapshot":
+{"_num_workers": k, ...}, "_worker_snapshots": {"worker_0": ..., ...}}, ...}. Loading a state of another
+count fails inside torchdata on an assert (which `python -O` removes), and a mixture's positions are kept
+per worker (mixture.py), so a state only resumes into a loader with the same num_workers.
+`saved_num_workers(state)` reads that count; `load_loader_state(loader, state)` refuses a state of another
+count with a ValueError naming both, then calls `loader.load_state_dict(state)`. torchdata is not imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def saved_num_workers(state: Mapping[str, Any]) -> int:
+    """The num_workers of the StatefulDataLoader that saved `state` (0: single process)."""
+    if isinstance(state, Mapping) and "_num_yielded" in state:
+        return 0
+    try:
+        return int(state["_snapshot"]["_main_snapshot"]["_num_workers"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(
+            "not a StatefulDataLoader state: it has neither '_num_yielded' (saved without workers) nor "
+            "'_snapshot' -> '_main_snapshot' -> '_num_workers' (saved with workers)"
+        ) from None
+
+
+def load_loader_state(loader, state: Mapping[str, Any]) -> None:
+    """`loader.load_state_dict(state)` once `state` proves saved with the loader's num_workers ({} loads as is)."""
+    if state:
+        saved = saved_num_workers(state)
+        if saved != loader.num_workers:
+            raise ValueError(
+                f"refusing to resume: the state was saved by a loader with num_workers={saved} and this loader has "
+                f"num_workers={loader.num_workers}; build the StatefulDataLoader with num_workers={saved} to resume it"
+            )
+    loader.load_state_dict(state)
