@@ -1,6 +1,9 @@
 """examples/train_tiny.py on demo caches: pretraining then packed fine-tuning lowers the val loss, and a
 resumed run (mid-pretraining, and at the switch to fine-tuning) continues with the same losses and
-ends with the same model, to the bit."""
+ends with the same model, to the bit; batches prefetched by a background thread give the same losses and
+checkpoints as batches read in the loop; bf16 autocast trains; packed rows attend inside their examples
+with the dense mask and with FlexAttention's BlockMask (forward on the CPU), and flex training on the CPU
+is refused."""
 
 from __future__ import annotations
 
@@ -89,3 +92,59 @@ def test_pretraining_then_packed_fine_tuning_lowers_val_loss_and_resumes_exactly
         assert ends[0]["loader"] == ends[1]["loader"] and (ends[0]["phase"], ends[0]["step"]) == (1, STEPS)
         assert all(torch.equal(ends[0]["model"][k], v) for k, v in ends[1]["model"].items())
         assert ends[0]["optimizer"]["state"][0]["step"] == ends[1]["optimizer"]["state"][0]["step"] == 2 * STEPS
+
+
+def test_prefetching_changes_no_loss_and_bf16_autocast_trains(train_tiny, demo_cache, tmp_path, capsys):
+    steps = ["--steps", "6", "--sft-steps", "6", "--save-every", "3"]
+    prefetched = train_lines(run(train_tiny, capsys, demo_cache, tmp_path / "a.pt", *steps, "--prefetch", "3"))
+    read_in_loop = train_lines(run(train_tiny, capsys, demo_cache, tmp_path / "b.pt", *steps, "--prefetch", "0"))
+    assert len(prefetched) == 12 and prefetched == read_in_loop
+    saved = [torch.load(tmp_path / name, weights_only=True)["loader"] for name in ("a.pt", "b.pt")]
+    assert saved[0] == saved[1]  # the state after the last batch trained on, not after those made ahead
+    bf16 = run(train_tiny, capsys, demo_cache, tmp_path / "c.pt", "--steps", "2", "--sft-steps", "2", "--dtype", "bf16")
+    losses = [float(line.rsplit(" ", 1)[1]) for line in train_lines(bf16)]
+    assert len(losses) == 4 and all(0 < loss < 20 for loss in losses)
+
+
+@pytest.fixture(scope="module")
+def packed_rows(demo_cache):
+    """(x, segment_ids, position_ids) of the 4 packed rows (T=256) of the demo oasst1 cache holding the most
+    examples, and the vocabulary size."""
+    import numpy as np
+
+    from niels_gpt import layout
+    from niels_gpt.sft.dataset import SFTExampleDataset
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    tok = SentencePieceTokenizer(layout.tokenizer_model(demo_cache))
+    ds = SFTExampleDataset.from_cache_dir(layout.sft_dir(demo_cache, "oasst1"), "train", T=256, packing=True)
+    segment_ids = ds.rows(np.arange(len(ds)))[3]
+    x, _, _, segment_ids, position_ids = ds.rows(np.argsort(-segment_ids.max(axis=1), kind="stable")[:4])
+    return tuple(torch.from_numpy(a).long() for a in (x, segment_ids, position_ids)), tok.vocab_size
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_packed_rows_attend_inside_their_examples_with_either_mask(train_tiny, packed_rows):
+    (x, segment_ids, position_ids), vocab = packed_rows
+    torch.manual_seed(0)
+    sdpa = train_tiny.GPT(vocab, 256, d=32, layers=2, heads=4, attention="sdpa").eval()
+    flex = train_tiny.GPT(vocab, 256, d=32, layers=2, heads=4, attention="flex").eval()
+    flex.load_state_dict(sdpa.state_dict())
+    with torch.no_grad():
+        packed = sdpa(x, segment_ids, position_ids)
+        # FlexAttention has no backward pass on the CPU (torch 2.13), but its forward runs: the same mask
+        assert (flex(x, segment_ids, position_ids) - packed).abs().max() < 1e-5
+        examples = 0
+        for row, ids in enumerate(segment_ids.tolist()):
+            for k in set(ids) - {0}:
+                where = [t for t, s in enumerate(ids) if s == k]
+                start, end = where[0], where[-1] + 1
+                alone = sdpa(x[row : row + 1, start:end])  # positions 0.. as the packed row's restart
+                assert (packed[row, start:end] - alone[0]).abs().max() < 1e-5
+                examples += 1
+    assert examples >= 2 * len(x)  # the rows hold several examples each
+
+
+def test_flex_attention_on_the_cpu_is_refused_with_the_fix(train_tiny, demo_cache, tmp_path):
+    with pytest.raises(SystemExit, match="FlexAttention has no backward pass on the CPU.*--attention sdpa"):
+        train_tiny.main(["--cache", str(demo_cache), "--attention", "flex", "--checkpoint", str(tmp_path / "x.pt")])
