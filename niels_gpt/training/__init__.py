@@ -6,4 +6,8 @@ O(1)-memory permutation per epoch and one rank's slice of it), round_robin.py (r
 count within 1 of its share) and epoch_mixer.py (both, per source, with their saved state); plan.py
 holds the fingerprint a resumed loader checks, sources.py what a loader's sources must share.
 attention.py: `block_causal_mask`, the attention mask of packed SFT rows (one example per block).
+For torch.utils.data: batch_dict.py (dict batches: input_ids, unshifted labels, shift_labels, position_ids,
+segment_ids), torch_data.py (map-style datasets over every cache), samplers.py (EpochSampler: seeded epochs,
+ranks, resumable), mixture.py (MixedBatches: MixedLoader's batches as an IterableDataset, the same for any
+number of workers), loader_state.py (torchdata StatefulDataLoader states: refusing another num_workers).
 """
