@@ -12,7 +12,8 @@ a hub source's read names its `sources.<name>.demo_data_files`, read through the
   article) and roam (one per file) are "presplit". Iterables are lazy and re-iterable.
   `pretrain_input(cfg, source, num_parts=N, part=k)` (STREAMED_SOURCES only) reads part k of N
   disjoint parts of the stream: `hub.shard_parts` before the buffer shuffle.
-- `tokenizer_texts(cfg, source)`: the train side of a pretrain source, lazily, in a fixed order.
+- `tokenizer_texts(cfg, source, provenance)`: the train side of a pretrain source, lazily, in a fixed
+  order; a hub source's record of what it read (dataset, split, the commit) goes in provenance["read"].
 - `sft_input(cfg, source)`: (ChatSample iterator, provenance); every meta has "group", the split
   key (message_tree_id for oasst1, the row / example index for dolly15k and primer).
 - `source_input_files(cfg, source)` / `stream_input_files(cfg, stream)`: the local files a source or a
@@ -176,9 +177,13 @@ def _rel(path: str, root: str) -> str:
     return Path(path).relative_to(root).as_posix()
 
 
-def tokenizer_texts(cfg: dict, source: str) -> Iterator[str]:
-    """Train-side texts of a pretrain source, lazily, deterministic for a config (the caller caps them)."""
+def tokenizer_texts(cfg: dict, source: str, provenance: dict | None = None) -> Iterator[str]:
+    """Train-side texts of a pretrain source, lazily, deterministic for a config (the caller caps them).
+    For a hub source, `provenance` (if given) gets "read": the loader's record of what it opened, the
+    commit included, filled once the first text is read."""
     inp = pretrain_input(cfg, source)
+    if provenance is not None and source in HUB_SOURCES:
+        provenance["read"] = inp.provenance["stream" if inp.kind == "stream" else "train"]
     for sample in inp.stream if inp.kind == "stream" else inp.train:
         yield sample.text
 

@@ -52,7 +52,7 @@ def _sample(cfg: dict, sources: list[str], stats: dict[str, dict]) -> Iterator[s
     with progress(total=cap * len(sources), desc="tokenizer sample", unit="char", unit_scale=True) as bar:
         for source in sources:
             stats[source] = {"docs": 0, "chars": 0}
-            for text in _capped(tokenizer_texts(cfg, source), cap, stats[source]):
+            for text in _capped(tokenizer_texts(cfg, source, provenance=stats[source]), cap, stats[source]):
                 bar.update(len(text))
                 yield text
 

@@ -125,6 +125,18 @@ def test_tokenizer_texts_are_the_train_side(demo):
     assert len(stream) == 8 and stream == list(registry.tokenizer_texts(cfg, "gutenberg"))
 
 
+def test_tokenizer_texts_record_what_a_hub_source_read(demo, hub):
+    _, cfg = demo
+    prov: dict = {}
+    next(registry.tokenizer_texts(deep_merge(cfg, {"demo": False}), "fineweb_edu", provenance=prov))
+    assert (prov["read"]["dataset_id"], prov["read"]["revision"]) == (
+        "HuggingFaceFW/fineweb-edu", hub.sha("HuggingFaceFW/fineweb-edu")
+    )  # fmt: skip
+    roam: dict = {}
+    list(registry.tokenizer_texts(cfg, "roam", provenance=roam))
+    assert roam == {}  # no hub read: its files are listed by the pretrain cache, not here
+
+
 @pytest.mark.parametrize(
     "source,group_key", [("dolly15k", "index"), ("oasst1", "message_tree_id"), ("primer", "index")]
 )
