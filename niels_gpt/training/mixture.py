@@ -39,6 +39,7 @@ from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.plan import plan_changes
 from niels_gpt.training.samplers import resolve_rank
 from niels_gpt.training.sources import weighted
+from niels_gpt.training.torch_data import OpenedWhereUsed
 
 
 def open_streams_loader(streams_dir, split: str = "train", *, p: Mapping[str, float], T: int, **mixing) -> MixedLoader:
@@ -52,7 +53,7 @@ def open_streams_loader(streams_dir, split: str = "train", *, p: Mapping[str, fl
     return MixedLoader(sources, p=p, **mixing)
 
 
-class MixedBatches(IterableDataset):
+class MixedBatches(OpenedWhereUsed, IterableDataset):
     """Endless dict batches of the MixedLoader `open_loader()` opens (module docstring); `opened`: that
     loader, already opened (with checks `open_loader` may leave out, e.g. the tokenizer's)."""
 
@@ -65,25 +66,18 @@ class MixedBatches(IterableDataset):
         self.fingerprint = loader.fingerprint()
         self.mode, self.B, self.T = loader.mode, loader.B, loader.T
         self.rank, self.world_size = loader.rank, loader.world_size
-        self._loader = loader
+        self._opened = loader
+
+    def _open(self) -> MixedLoader:
+        return self.open_loader()
+
+    def _changes(self, loader: MixedLoader) -> list[str]:
+        return plan_changes(self.fingerprint, loader.fingerprint())
 
     @property
     def loader(self) -> MixedLoader:
-        """The loader at step 0 whose sources the iterators share (opened again after unpickling)."""
-        if self._loader is None:
-            loader = self.open_loader()
-            changes = plan_changes(self.fingerprint, loader.fingerprint())
-            if changes:
-                raise ValueError(
-                    f"the caches of this MixedBatches changed since it was built ({'; '.join(changes)}); build it again"
-                )
-            self._loader = loader
-        return self._loader
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_loader"] = None  # memory maps are opened again where the dataset lands
-        return state
+        """The loader at step 0 whose sources the iterators share."""
+        return self.opened()
 
     def __iter__(self) -> MixedBatchIterator:
         info = get_worker_info()  # None in the main process (num_workers=0)

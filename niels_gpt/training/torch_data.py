@@ -30,12 +30,37 @@ from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.training import batch_dict
 
 
-class _CacheItems(Dataset):
+class OpenedWhereUsed:
+    """Mixin for datasets that hold open caches (memory maps) in `_opened`: pickles leave them out, and the
+    first use where the pickle lands opens them again (`_open()`) and refuses them when `_changes(opened)`
+    lists a difference from what was opened when the dataset was built (the caches changed on disk)."""
+
+    _opened = None
+
+    def opened(self):
+        """The open caches (opened again after unpickling, and checked to hold the same data)."""
+        if self._opened is None:
+            opened = self._open()
+            changes = self._changes(opened)
+            if changes:
+                raise ValueError(
+                    f"{self!r}: the caches changed on disk since it was built ({'; '.join(changes)}); build it again"
+                )
+            self._opened = opened
+        return self._opened
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_opened"] = None  # memory maps are opened again where the dataset lands
+        return state
+
+
+class _CacheItems(OpenedWhereUsed, Dataset):
     """The items of one reader as dict items; subclasses say how the reader is opened (`_open`)."""
 
     def __init__(self, tokenizer=None):
         reader = self._open(tokenizer)
-        self._reader = reader
+        self._opened = reader
         self._len = len(reader)
         self.identity = reader.identity
         if not self._len:
@@ -44,20 +69,13 @@ class _CacheItems(Dataset):
     def _open(self, tokenizer=None):
         raise NotImplementedError
 
+    def _changes(self, reader) -> list[str]:
+        return [] if reader.identity == self.identity else [f"identity: was {self.identity}, is {reader.identity}"]
+
     @property
     def reader(self):
-        """The reader (opened again after unpickling, and checked to read the same data)."""
-        if self._reader is None:
-            reader = self._open()
-            if reader.identity != self.identity:
-                raise ValueError(f"{self!r}: the cache changed on disk since this dataset was built; build it again")
-            self._reader = reader
-        return self._reader
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_reader"] = None  # memory maps are opened again where the dataset lands
-        return state
+        """The reader of the cache (pretrain/dataset.py, sft/dataset.py, streams/batches.py)."""
+        return self.opened()
 
     def __len__(self) -> int:
         return self._len

@@ -18,6 +18,7 @@ from niels_gpt.training.loader_state import load_loader_state, saved_num_workers
 from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.samplers import EpochSampler
 from niels_gpt.training.torch_data import PretrainWindows
+from tests.training.dict_batches import same, take
 
 ROOT = Path(__file__).resolve().parents[2]
 P = {"fineweb_edu": 0.5, "wikitext": 0.3, "gutenberg": 0.2}  # the sources of loader_caches
@@ -35,11 +36,6 @@ def make_loader(root: Path, kind: str, mode: str | None, num_workers: int, seed:
         return StatefulDataLoader(ds, batch_size=None, num_workers=num_workers)
     ds = PretrainWindows(root / "pretrain" / "wikitext" / "train", T=64)
     return StatefulDataLoader(ds, batch_size=4, sampler=EpochSampler(ds, seed=seed), num_workers=num_workers)
-
-
-def take(loader, n: int) -> list[dict]:
-    it = iter(loader)
-    return [next(it) for _ in range(n)]
 
 
 def case_name(kind: str, mode: str | None, num_workers: int) -> str:
@@ -71,12 +67,6 @@ def resumed(loader_caches, tmp_path_factory) -> dict:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {name: (*run, torch.load(folder / f"{name}.pt")) for name, run in runs.items()}
-
-
-def same(a: list[dict], b: list[dict]) -> bool:
-    return len(a) == len(b) and all(
-        x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x) for x, y in zip(a, b)
-    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: case_name(*c))

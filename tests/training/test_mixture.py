@@ -8,11 +8,11 @@ import pickle
 import shutil
 
 import pytest
-import torch
 from torch.utils.data import DataLoader
 
 from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.mixture import MixedBatches, MixedBatchIterator, open_streams_loader
+from tests.training.dict_batches import same, take
 
 PRETRAIN_P = {"fineweb_edu": 0.5, "wikitext": 0.3, "gutenberg": 0.2}  # the sources of loader_caches
 PACKED_P = {"dolly15k": 0.3, "oasst1": 0.7}  # the sources of packable_caches
@@ -25,16 +25,7 @@ def mixture(root, mode: str, **kw) -> MixedBatches:
 
 
 def batches(ds, k: int, n: int = N) -> list[dict]:
-    it = iter(DataLoader(ds, batch_size=None, num_workers=k))
-    out = [next(it) for _ in range(n)]
-    del it
-    return out
-
-
-def same(a: list[dict], b: list[dict]) -> bool:
-    return len(a) == len(b) and all(
-        x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x) for x, y in zip(a, b)
-    )
+    return take(DataLoader(ds, batch_size=None, num_workers=k), n)
 
 
 @pytest.mark.parametrize("mode", ["random", "epoch"])
@@ -101,7 +92,7 @@ def test_pickles_without_the_caches_and_refuses_caches_that_changed(loader_cache
     moved = pickle.dumps(mixture(tmp_path, "random"))
     shutil.rmtree(tmp_path / "pretrain" / "wikitext")
     shutil.copytree(loader_caches / "pretrain" / "gutenberg", tmp_path / "pretrain" / "wikitext")
-    with pytest.raises(ValueError, match="changed since it was built.*caches\\['wikitext'\\]"):
+    with pytest.raises(ValueError, match="changed on disk since it was built.*caches\\['wikitext'\\]"):
         next(iter(pickle.loads(moved)))
 
 

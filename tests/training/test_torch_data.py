@@ -21,6 +21,7 @@ from niels_gpt.sft.dataset import SFTExampleDataset
 from niels_gpt.training.batch_dict import KEYS, PACKED_KEYS, as_dict
 from niels_gpt.training.samplers import EpochSampler
 from niels_gpt.training.torch_data import ByteWindows, PackedSFTRows, PretrainWindows, SFTExamples
+from tests.training.dict_batches import same, take
 
 T, B = 16, 4
 PACKED_T = 32
@@ -96,13 +97,13 @@ def test_pickles_without_its_memory_maps_and_opens_them_again(datasets, loader_c
     data = pickle.dumps(ds)
     assert len(data) < 2_000  # paths and settings, no tokens
     copy = pickle.loads(data)
-    assert copy._reader is None and len(copy) == len(ds) and torch.equal(copy[7]["input_ids"], ds[7]["input_ids"])
+    assert copy._opened is None and len(copy) == len(ds) and torch.equal(copy[7]["input_ids"], ds[7]["input_ids"])
     moved = tmp_path / "wikitext"
     shutil.copytree(loader_caches / "pretrain" / "wikitext", moved)
     built = pickle.dumps(PretrainWindows(moved / "train", T=T))
     shutil.rmtree(moved)
     shutil.copytree(loader_caches / "pretrain" / "gutenberg", moved)  # other tokens under the same path
-    with pytest.raises(ValueError, match="changed on disk since this dataset was built"):
+    with pytest.raises(ValueError, match="the caches changed on disk since it was built"):
         pickle.loads(built)[0]
 
 
@@ -122,17 +123,7 @@ def test_too_large_a_t_is_refused(stream_caches):
 
 
 def batches(ds, sampler, k: int, n: int, **kw) -> list[dict]:
-    loader = DataLoader(ds, batch_size=B, sampler=sampler, num_workers=k, **kw)
-    it = iter(loader)
-    out = [next(it) for _ in range(n)]
-    del it
-    return out
-
-
-def same(a: list[dict], b: list[dict]) -> bool:
-    return len(a) == len(b) and all(
-        x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x) for x, y in zip(a, b)
-    )
+    return take(DataLoader(ds, batch_size=B, sampler=sampler, num_workers=k, **kw), n)
 
 
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
