@@ -18,7 +18,7 @@ from niels_gpt.training.loader_state import load_loader_state, saved_num_workers
 from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.samplers import EpochSampler
 from niels_gpt.training.torch_data import PretrainWindows
-from tests.training.dict_batches import same, take
+from tests.support.dict_batches import same, take
 
 ROOT = Path(__file__).resolve().parents[2]
 P = {"fineweb_edu": 0.5, "wikitext": 0.3, "gutenberg": 0.2}  # the sources of loader_caches

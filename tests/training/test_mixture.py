@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.mixture import MixedBatches, MixedBatchIterator, open_streams_loader
-from tests.training.dict_batches import same, take
+from tests.support.dict_batches import same, take
 
 PRETRAIN_P = {"fineweb_edu": 0.5, "wikitext": 0.3, "gutenberg": 0.2}  # the sources of loader_caches
 PACKED_P = {"dolly15k": 0.3, "oasst1": 0.7}  # the sources of packable_caches

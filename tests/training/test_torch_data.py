@@ -21,7 +21,7 @@ from niels_gpt.sft.dataset import SFTExampleDataset
 from niels_gpt.training.batch_dict import KEYS, PACKED_KEYS, as_dict
 from niels_gpt.training.samplers import EpochSampler
 from niels_gpt.training.torch_data import ByteWindows, PackedSFTRows, PretrainWindows, SFTExamples
-from tests.training.dict_batches import same, take
+from tests.support.dict_batches import same, take
 
 T, B = 16, 4
 PACKED_T = 32
