@@ -94,21 +94,23 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
     @classmethod
     def pretrain(cls, cache_dir, split: str = "train", *, tokenizer=None, rank=None, world_size=None, **mixing):
         """Batches of `MixedLoader.pretrain(cache_dir, split, p=..., T=..., B=..., seed=..., mode=...)`."""
-        return cls._opened(partial(MixedLoader.pretrain, str(cache_dir), split), tokenizer, rank, world_size, mixing)
+        return cls._from_opener(
+            partial(MixedLoader.pretrain, str(cache_dir), split), tokenizer, rank, world_size, mixing
+        )
 
     @classmethod
     def sft(cls, cache_dir, split: str = "train", *, tokenizer=None, rank=None, world_size=None, **mixing):
         """Batches of `MixedLoader.sft(cache_dir, split, p=..., T=..., B=..., seed=..., packing=..., mode=...)`."""
-        return cls._opened(partial(MixedLoader.sft, str(cache_dir), split), tokenizer, rank, world_size, mixing)
+        return cls._from_opener(partial(MixedLoader.sft, str(cache_dir), split), tokenizer, rank, world_size, mixing)
 
     @classmethod
     def streams(cls, streams_dir, split: str = "train", *, rank=None, world_size=None, **mixing):
         """Batches of `open_streams_loader(streams_dir, split, p=..., T=..., B=..., seed=..., mode=...)`."""
         opener = partial(open_streams_loader, str(streams_dir), split)
-        return cls._opened(opener, None, rank, world_size, mixing)
+        return cls._from_opener(opener, None, rank, world_size, mixing)
 
     @classmethod
-    def _opened(cls, opener, tokenizer, rank, world_size, mixing: dict) -> MixedBatches:
+    def _from_opener(cls, opener, tokenizer, rank, world_size, mixing: dict) -> MixedBatches:
         rank, world_size = resolve_rank(rank, world_size)
         open_loader = partial(opener, rank=rank, world_size=world_size, **mixing)
         checked = {"tokenizer": tokenizer} if tokenizer is not None else {}
