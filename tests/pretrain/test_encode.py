@@ -8,7 +8,8 @@ import pytest
 
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.pretrain import encode
-from niels_gpt.pretrain.encode import encode_documents, encoded_batches, text_batches, text_of
+from niels_gpt.pretrain.encode import encode_documents, encoded_batches, join_documents, text_batches, text_of
+from niels_gpt.token_files import pack_tokens
 from niels_gpt.tokenizer.workers import EncodeWorkers
 from tests.support.corpus import tiny_corpus
 
@@ -43,6 +44,15 @@ def test_encoded_documents_are_followed_by_eot_except_blank_ones(tiny_tokenizer)
     eot = tiny_tokenizer.eot_id
     assert flat.dtype == np.dtype("<u2") and flat.tolist() == [*first, eot, *second, eot]
     assert lens == [len(first), 0, len(second)]  # eot not counted
+
+
+def test_joined_documents_are_the_packed_id_lists():
+    rng = np.random.default_rng(0)
+    lists = [rng.integers(0, 1 << 16, int(n)).tolist() for n in rng.integers(0, 40, 50)] + [[]]
+    arrays = [np.array(ids, dtype=np.int32) for ids in lists]
+    assert join_documents(arrays, 3).tobytes() == pack_tokens(lists, end=3).tobytes()
+    assert join_documents([], 3).dtype == join_documents([np.zeros(0, np.int32)], 3).dtype == np.dtype("<u2")
+    assert len(join_documents([], 3)) == len(join_documents([np.zeros(0, np.int32)], 3)) == 0
 
 
 @pytest.mark.parametrize("batch_docs, workers", [(3, 1), (7, 2)])

@@ -3,6 +3,7 @@ without control specials refused, pickled with its model."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from niels_gpt.special_tokens import SPECIAL_TOKENS
@@ -67,6 +68,23 @@ def test_encode_batch_is_encode_of_each_text_in_order(tiny_tokenizer):
     texts = tiny_corpus(30, seed=2) + ["", "\n\t"]
     want = [tiny_tokenizer.encode(t) for t in texts]
     assert tiny_tokenizer.encode_batch(texts, num_threads=2) == want == tiny_tokenizer.encode_batch(texts)
+
+
+class ListsOnly:
+    """A sentencepiece without numpy output: only `encode`, returning lists."""
+
+    def __init__(self, sp):
+        self.encode = sp.encode
+
+
+@pytest.mark.parametrize("numpy_output", [True, False])
+def test_encode_batch_arrays_are_the_id_lists_as_int32(tiny_tokenizer, monkeypatch, numpy_output):
+    texts = tiny_corpus(30, seed=2) + ["", "\n\t", "é ✓ \u3000"]
+    if not numpy_output:
+        monkeypatch.setattr(tiny_tokenizer, "_sp", ListsOnly(tiny_tokenizer._sp))
+    arrays = tiny_tokenizer.encode_batch_arrays(texts, num_threads=1)
+    assert all(a.dtype == np.int32 for a in arrays)
+    assert [a.tolist() for a in arrays] == [tiny_tokenizer.encode(t) for t in texts]
 
 
 def test_model_without_control_specials_is_refused(tmp_path):
