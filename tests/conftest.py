@@ -57,6 +57,15 @@ def isolated_hf_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory, tiny_tokenizer_path, isolated_hf_cache):
+    """The demo caches, built once (tests/support/demo_cache.py): train_tiny and the README's snippets read
+    them and never change them."""
+    from tests.support.demo_cache import build_demo_cache
+
+    return build_demo_cache(tmp_path_factory.mktemp("demo") / "cache", tiny_tokenizer_path)
+
+
+@pytest.fixture(scope="session")
 def hub_root(tmp_path_factory):
     """(root, layouts): every hub repository the config can name, small (HubSizes()), under root."""
     root = tmp_path_factory.mktemp("hub")

@@ -14,31 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from niels_gpt.cache.cli import main as cache_cli
-from niels_gpt.command_line import run_cli
-
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = {  # demo caches in a few seconds: the session's tokenizer, small budgets, no byte streams
-    "sources.fineweb_edu.max_train_tokens": 20_000,
-    "sources.fineweb_edu.max_val_tokens": 2_000,
-    "sources.fineweb_edu.val_doc_prob": 0.2,
-    "sources.wikitext.max_train_tokens": 20_000,
-    "sources.wikitext.max_val_tokens": 5_000,
-    "sources.roam.max_train_tokens": 20_000,
-    "sources.roam.max_val_tokens": 5_000,
-    "sft.t_max": 128,
-    "streams.enabled_sources": "[]",
-    "streams.required_sources": "[]",
-}
 STEPS = 24  # per phase
-
-
-@pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory, tiny_tokenizer_path, isolated_hf_cache):
-    cache = tmp_path_factory.mktemp("train_tiny") / "cache"
-    sets = [f"--set={key}={value}" for key, value in {**SMALL, "tokenizer.model_path": tiny_tokenizer_path}.items()]
-    assert run_cli(cache_cli, ["build-all", "--cache-dir", str(cache), "--seed", "42", "--demo", *sets]) == 0
-    return cache
 
 
 @pytest.fixture(scope="module")

@@ -104,14 +104,26 @@ def examples_of(segment_ids: torch.Tensor) -> list[tuple[int, int, int]]:
     return spans
 
 
-@pytest.mark.parametrize("packed_mask", ["position_ids", "4d"])
+@pytest.mark.parametrize("kind", ["pretrain", "padded SFT", "packed SFT"])
+@pytest.mark.parametrize("name", MODELS)
+def test_a_dict_batch_as_it_is_gives_the_same_loss(models, rows, name, kind):
+    """`model(**batch)`: transformers takes shift_labels and lets segment_ids pass unused."""
+    with torch.no_grad():
+        out = models[name](**rows[kind], use_cache=False)
+    assert abs(out.loss.item() - masked_cross_entropy(out.logits, rows[kind]["shift_labels"]).item()) <= LOSS_TOL
+
+
+@pytest.mark.parametrize("packed_mask", ["position_ids", "4d", "the dict batch as it is"])
 @pytest.mark.parametrize("name", MODELS)
 def test_examples_inside_a_packed_row_are_computed_as_if_alone(models, rows, name, packed_mask):
     model, batch = models[name], rows["packed SFT"]
     spans = examples_of(batch["segment_ids"])
     assert len(spans) >= 8 and all(end - start >= 2 for _, start, end in spans)
     with torch.no_grad():
-        packed = model(**hf_inputs(batch, model, packed_mask=packed_mask)).logits
+        if packed_mask == "the dict batch as it is":
+            packed = model(**batch, use_cache=False).logits
+        else:
+            packed = model(**hf_inputs(batch, model, packed_mask=packed_mask)).logits
         causal = model(input_ids=batch["input_ids"], use_cache=False).logits  # one sequence per row: leaks
         # with a cache transformers does not look for packed rows in position_ids: leaks too
         cached = model(**{**hf_inputs(batch, model), "use_cache": True}).logits
