@@ -4,7 +4,8 @@
 streaming, shuffle, seed, buffer size, take, part of N); the registry builds it from the config and it
 travels unchanged through a loader to `open_dataset(read)` and `iter_rows(ds, read)`.
 
-`open_dataset` calls `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)`, or, with
+`open_dataset` calls `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)` (a
+transient hub error retried by `read.retry`, retry.py), or, with
 `data_files` (any form `datasets` takes), `local_files.open_local`: the same kind of object from local
 files, so the offline demo runs the real code path.
 
@@ -27,6 +28,7 @@ line naming it and what the repository has (its configs, its splits, or its defa
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import re
 import sys
@@ -35,6 +37,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
+from niels_gpt.data.retry import RetryPolicy
+from niels_gpt.data.retry import call as call_with_retries
+from niels_gpt.data.retry import prepare as prepare_retries
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -52,7 +57,7 @@ class HubRead:
 
     `data_files` (local files in the dataset's own schema) replaces the hub and its `revision`.
     `take` caps the rows (a loader whose samples are not rows caps its samples instead); part `part`
-    of `num_parts` is taken before the shuffle.
+    of `num_parts` is taken before the shuffle. `retry` says how a failing hub call or read is retried.
     """
 
     dataset_id: str
@@ -67,6 +72,7 @@ class HubRead:
     take: int | None = None
     num_parts: int = 1
     part: int = 0
+    retry: RetryPolicy = RetryPolicy()  # how hub calls and stream reads are retried (config section `hub`)
 
     def __post_init__(self):
         if self.take is not None and self.take < 0:
@@ -226,9 +232,8 @@ def hub_dataset_error(read: HubRead, exc: BaseException) -> HubDatasetError | No
 
 
 def open_dataset(read: HubRead, provenance: dict | None = None):
-    """A `datasets.Dataset` / `IterableDataset` of `read.split`; `provenance` (if given) is filled in."""
-    import datasets
-
+    """A `datasets.Dataset` / `IterableDataset` of `read.split`; `provenance` (if given) is filled in.
+    `load_dataset` is retried by `read.retry` (retry.py)."""
     prov = provenance if provenance is not None else {}
     prov.update(
         {"dataset_id": read.dataset_id, "config": read.config, "split": read.split, "streaming": read.streaming}
@@ -236,10 +241,9 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
     if read.local:
         return open_local(read, prov)
     prov.update({"local": False, "revision_requested": read.revision, "revision": None})
+    prepare_retries(read.retry)
     try:
-        ds = datasets.load_dataset(
-            read.dataset_id, read.config, split=read.split, streaming=read.streaming, revision=read.revision
-        )
+        ds = call_with_retries(lambda: _load(read), what="load_dataset", policy=read.retry)
     except Exception as e:
         if is_unreachable_error(e):
             raise unavailable(read.dataset_id, read.config, e) from e
@@ -248,6 +252,44 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
             raise missing from e
         raise
     prov.update(resolved_revision(ds, read.dataset_id))
+    return ds
+
+
+class CachedFallbackError(ConnectionError):
+    """`load_dataset` could not reach the hub and fell back to a cached copy of the dataset."""
+
+
+_FALLBACK_WARNING = "Using the latest cached version of the dataset"  # datasets' CachedDatasetModuleFactory
+
+
+class _FallbackSeen(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.seen = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen = self.seen or record.getMessage().startswith(_FALLBACK_WARNING)
+
+
+def _load(read: HubRead):
+    """One `load_dataset` try. On any hub error datasets silently uses the newest cached copy, whatever
+    its revision: unless offline mode asks for that, such a fall-back is a failed try (retried)."""
+    import datasets
+
+    seen = _FallbackSeen()
+    logger = logging.getLogger("datasets.load")
+    logger.addHandler(seen)
+    try:
+        ds = datasets.load_dataset(
+            read.dataset_id, read.config, split=read.split, streaming=read.streaming, revision=read.revision
+        )
+    finally:
+        logger.removeHandler(seen)
+    if seen.seen and not datasets.config.HF_HUB_OFFLINE:
+        raise CachedFallbackError(
+            f"the hub did not answer for {read.dataset_id!r} and datasets fell back to its cached copy (of any "
+            "revision); set HF_HUB_OFFLINE=1 to build from the cached copy on purpose"
+        )
     return ds
 
 
@@ -330,26 +372,40 @@ def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterato
             yield index, {name: columns[name][j] for name in names}
 
 
+def _stream_identity(provenance: dict | None) -> dict:
+    """What besides the files names a stream's rows: the commit read, local files' sha256."""
+    prov = provenance or {}
+    return {"revision": prov.get("revision"), "data_files": prov.get("data_files")}
+
+
 def iter_rows(ds: Any, read: HubRead, provenance: dict | None = None) -> Iterator[tuple[int, dict]]:
     """(index, row) pairs of part `read.part` of `read.num_parts` (`shard_parts`), shuffled if
     `read.shuffle`, at most `read.take` of them.
 
-    A streamed dataset is shuffled with `IterableDataset.shuffle(seed=, buffer_size=)` and `index` is
-    the position in the stream; a prepared dataset is read in `row_order` and `index` is the row's
-    own index. `take` stops pulling rows as soon as it is reached. A connection error while reading
-    becomes `SourceUnavailableError` (local files are never mapped: their errors name the file).
+    A streamed dataset is read in the order of `IterableDataset.shuffle(seed=, buffer_size=)` by
+    `resumable.ShuffledStream` (a read that fails is retried from where it stopped; a build can save and
+    resume its position) and `index` is the position in the stream; a prepared dataset is read in
+    `row_order` and `index` is the row's own index. `take` stops pulling rows as soon as it is reached.
+    A connection error while reading becomes `SourceUnavailableError` (local files are never mapped:
+    their errors name the file).
     """
     from datasets import IterableDataset
+
+    from niels_gpt.data import resumable
 
     ds = shard_parts(ds, read, provenance)
     if read.shuffle and not isinstance(ds, IterableDataset):
         rows = _rows_in_order(ds, row_order(len(ds), shuffle=True, seed=read.seed)[: read.take])
+    elif resumable.supports(ds):
+        rows = resumable.stream_rows(ds, read, identity=_stream_identity(provenance))
     else:
         if read.shuffle:
             ds = ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size)
         rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
     try:
         yield from rows
+    except SourceUnavailableError:
+        raise
     except Exception as e:
         if not read.local and is_unreachable_error(e):
             raise unavailable(read.dataset_id, read.config, e) from e

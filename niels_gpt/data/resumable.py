@@ -1,0 +1,439 @@
+"""A streamed dataset read in `IterableDataset.shuffle(seed, buffer_size)` order that can stop and go on.
+
+`ShuffledStream(ds, read)` yields what iterating `ds.shuffle(seed=read.seed, buffer_size=...)` (or `ds`,
+unshuffled) yields, as (index, row) pairs, at most `read.take` - from its own copy of datasets 5.2's
+shuffle, so that its position can be saved (`state()`), a later stream can start there (`start=`), and a
+read that fails is re-opened where it stopped instead of at the first row:
+
+1. files: datasets' shard order, `shuffle_data_sources(numpy.random.default_rng(seed))`;
+2. G = min(files, MAX_INPUT_SHARDS) groups of consecutive files (datasets' contiguous split); a group is
+   read as tables of B = max(1, buffer_size // MAX_INPUT_SHARDS) rows: rows [0, B), [B, 2B) ... of its
+   files in order, the last one shorter; each group's next table is fetched ahead in a thread;
+3. tables are taken from the groups in turn, a finished group skipped;
+4. the buffer: tables are appended; once it holds n >= buffer_size rows, rng.permutation(n) orders them,
+   the first n - buffer_size // 2 are yielded and the rest kept; at the end the rest, permuted;
+   rng = default_rng(seed). Unshuffled: the files in order as one group, no buffer.
+
+A position (`state()`): JSON (per group the file and row reached and whether it is done, the turn, the
+rows yielded, the rng state) and one Arrow table: the rows of the current block not yet yielded, then the
+buffer. A file re-opened at row r starts at the parquet row group holding r (that row group is read
+again, earlier ones are not; other formats re-read the file up to r). A failed read is retried by
+re-opening its group at its position (`read.retry`, retry.py); once the policy gives up,
+`StreamUnavailable` names the rows read. Another datasets version, or a dataset that is not a plain
+streamed one, is read by datasets itself (`supports`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from niels_gpt.data import retry
+from niels_gpt.data.hub import HubRead, SourceUnavailableError
+
+MAX_INPUT_SHARDS = 10  # IterableDataset.shuffle's max_buffer_input_shards default: files read at once
+REPRODUCED_DATASETS = "5.2."  # the datasets release whose shuffle this copies (a test compares the orders)
+UNSHUFFLED_TABLE_ROWS = 1_000  # rows per table of an unshuffled stream (any size gives the same rows)
+STATE_FORMAT = 1  # bump when `state()` changes meaning
+
+
+class StreamUnavailable(SourceUnavailableError):
+    """A stream read that failed after every retry; `rows_read` rows had been yielded, `retries` made."""
+
+    def __init__(self, message: str, rows_read: int, retries: int):
+        super().__init__(message)
+        self.rows_read, self.retries = rows_read, retries
+
+
+class StaleStreamState(ValueError):
+    """A saved position that belongs to another stream (other files, seed, buffer or revision)."""
+
+
+def supports(ds: Any) -> bool:
+    """True if `ds` is a plain streamed dataset this module reads exactly as datasets does."""
+    import datasets
+    from datasets.iterable_dataset import ArrowExamplesIterable, IterableDataset
+
+    return (
+        datasets.__version__.startswith(REPRODUCED_DATASETS)
+        and isinstance(ds, IterableDataset)
+        and type(ds._ex_iterable) is ArrowExamplesIterable
+        and ds._formatting is None
+        and ds._distributed is None
+        and not int(ds.epoch)
+    )
+
+
+@dataclass
+class _Pos:
+    file: int = 0  # index in the group's files
+    row: int = 0  # rows of that file consumed
+    done: bool = False
+
+
+class _Group:
+    """Consecutive files read as tables of `size` rows; `pos` is what the stream has consumed, the read
+    cursor may be ahead of it (`fetch` runs in a thread, one at a time per group)."""
+
+    def __init__(self, ex_iterable: Any, size: int):
+        from datasets.utils.sharding import _split_gen_kwargs
+
+        self.generate = ex_iterable.generate_tables_fn
+        self.files = _split_gen_kwargs(ex_iterable.kwargs, max_num_jobs=ex_iterable.num_shards)
+        self.size = size
+        self.pos = _Pos()
+        self.reset()
+
+    def names(self) -> list[str]:
+        return [str(kw["files"][0]) if "files" in kw else repr(sorted(kw)) for kw in self.files]
+
+    def reset(self) -> None:
+        """Drop what was read ahead: the next fetch starts at `pos`."""
+        self._file, self._row = self.pos.file, self.pos.row
+        self._tables: Iterator | None = None
+        self._left = None
+
+    def fetch(self) -> tuple[Any, _Pos]:
+        """The next table of `size` rows (fewer at the group's end; None past it) and the position after it."""
+        import pyarrow as pa
+
+        parts, need = [], self.size
+        while need > 0 and self._file < len(self.files):
+            if self._left is None:
+                self._left = self._next_raw()
+                continue
+            part = self._left.slice(0, need)
+            self._left = self._left.slice(part.num_rows) if part.num_rows < self._left.num_rows else None
+            self._row += part.num_rows
+            need -= part.num_rows
+            parts.append(part)
+            if self._left is None:  # learn now whether the file ended, so a position never points at its end
+                self._left = self._next_raw()
+        end = _Pos(self._file, self._row, self._file >= len(self.files))
+        return (pa.concat_tables(parts) if parts else None), end
+
+    def _next_raw(self):
+        """The next non-empty table of the current file, moving to the next file at its end; None at the group's end."""
+        while self._file < len(self.files):
+            if self._tables is None:
+                self._tables = self._open(self._file, self._row)
+            table = next(self._tables, None)
+            if table is None:
+                self._tables, self._file, self._row = None, self._file + 1, 0
+            elif table.num_rows:
+                return table
+        return None
+
+    def _open(self, k: int, row: int) -> Iterator:
+        kwargs, skip = self.files[k], row
+        if row:
+            groups = _row_groups(self.generate, kwargs)
+            if groups is not None:
+                ids, starts = groups
+                g = max(i for i, s in enumerate(starts) if s <= row)
+                kwargs, skip = {**kwargs, "row_groups_list": [ids[g:]]}, row - starts[g]
+        return _skipped((table for _, table in self.generate(**kwargs)), skip)
+
+
+def _skipped(tables: Iterator, rows: int) -> Iterator:
+    for table in tables:
+        if rows >= table.num_rows:
+            rows -= table.num_rows
+            continue
+        yield table.slice(rows) if rows else table
+        rows = 0
+
+
+def _row_groups(generate: Any, kwargs: dict) -> tuple[list[int], list[int]] | None:
+    """(row group ids, first row of each) of the one parquet file in `kwargs`, read from its footer with
+    the builder's own `open` (datasets' streaming open of hub files); None if not a plain parquet read."""
+    builder = getattr(generate, "__self__", None)
+    config = getattr(builder, "config", None)
+    if type(builder).__name__ != "Parquet" or getattr(config, "filters", None) is not None:
+        return None
+    import pyarrow.parquet as pq
+
+    opener = getattr(sys.modules[type(builder).__module__], "open", open)
+    with opener(kwargs["files"][0], "rb") as f:
+        meta = pq.ParquetFile(f).metadata
+    ids = kwargs.get("row_groups_list", [None])[0]
+    ids = list(range(meta.num_row_groups)) if ids is None else list(ids)
+    starts, at = [], 0
+    for i in ids:
+        starts.append(at)
+        at += meta.row_group(i).num_rows
+    return ids, starts
+
+
+class ShuffledStream:
+    """(index, row) of a streamed `ds` read as `read` says (see the module docstring); `state()` saves
+    the position after the rows yielded so far, `start=` (a state) continues from one."""
+
+    def __init__(self, ds: Any, read: HubRead, *, identity: dict | None = None, start: tuple | None = None):
+        import numpy as np
+
+        base = ds._ex_iterable
+        self.read, self.policy = read, read.retry
+        self.take = read.take
+        self._sleep_at_end = bool(getattr(base, "sleep_on_threads_shutdown", False))
+        if read.shuffle:
+            source = base.shuffle_data_sources(np.random.default_rng(read.seed))
+            n = min(source.num_shards, MAX_INPUT_SHARDS)
+            size = max(1, read.shuffle_buffer_size // MAX_INPUT_SHARDS)
+            self.groups = [_Group(source.shard_data_sources(n, i), size) for i in range(n)]
+            self._rng = np.random.default_rng(read.seed)
+        else:
+            self.groups = [_Group(base, UNSHUFFLED_TABLE_ROWS)] if base.num_shards else []
+            self._rng = None
+        self.identity = {
+            "format": STATE_FORMAT,
+            "files": [g.names() for g in self.groups],
+            "shuffle": read.shuffle,
+            "seed": read.seed,
+            "buffer_size": read.shuffle_buffer_size if read.shuffle else 0,
+            "take": read.take,
+            **(identity or {}),
+        }
+        features = ds._info.features
+        self._features = features
+        from datasets.formatting import PythonFormatter
+
+        self._formatter = PythonFormatter(
+            features=None if base.is_typed else features, token_per_repo_id=ds._token_per_repo_id
+        )
+        self.turn, self.yielded, self.retries = 0, 0, 0
+        self._block, self._rows, self._at = None, None, 0
+        self._buffer: list = []
+        self._buffer_rows = 0
+        self._futures: list[Future | None] = [None] * len(self.groups)
+        self._pool: ThreadPoolExecutor | None = None
+        if start is not None:
+            self._restore(*start)
+
+    # ---------------------------------------------------------------- position
+
+    def state(self) -> tuple[dict, Any]:
+        """(JSON-able position, Arrow table of the block's unread rows then the buffer, or None) after
+        the rows yielded so far; valid only between rows (the stream is not being read)."""
+        import pyarrow as pa
+
+        rest = self._block.slice(self._at) if self._block is not None else None
+        tables = ([rest] if rest is not None and rest.num_rows else []) + [t for t in self._buffer if t.num_rows]
+        info = {
+            "identity": self.identity,
+            "yielded": self.yielded,
+            "turn": self.turn,
+            "groups": [[g.pos.file, g.pos.row, g.pos.done] for g in self.groups],
+            "rng": self._rng.bit_generator.state if self._rng is not None else None,
+            "block_rows": rest.num_rows if rest is not None else 0,
+            "buffer_rows": self._buffer_rows,
+        }
+        return info, (pa.concat_tables(tables) if tables else None)
+
+    def _restore(self, info: dict, table: Any) -> None:
+        if info.get("identity") != self.identity:
+            raise StaleStreamState("the saved position belongs to another stream (files, seed, buffer or revision)")
+        for g, (file, row, done) in zip(self.groups, info["groups"]):
+            g.pos = _Pos(file, row, done)
+            g.reset()
+        self.turn, self.yielded = info["turn"], info["yielded"]
+        if self._rng is not None:
+            self._rng.bit_generator.state = info["rng"]
+        n_block, n_buffer = info["block_rows"], info["buffer_rows"]
+        if n_block + n_buffer != (table.num_rows if table is not None else 0):
+            raise StaleStreamState(
+                f"the saved buffer holds {table.num_rows if table is not None else 0} rows, "
+                f"its position says {n_block + n_buffer}"
+            )
+        self._block = table.slice(0, n_block) if n_block else None
+        self._buffer = [table.slice(n_block)] if n_buffer else []
+        self._buffer_rows = n_buffer
+
+    # ---------------------------------------------------------------- reading
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        try:
+            while self.take is None or self.yielded < self.take:
+                row = self._next_row()
+                if row is None:
+                    return
+                self.yielded += 1
+                yield self.yielded - 1, row
+        finally:
+            self.close()
+
+    def _next_row(self) -> dict | None:
+        while self._rows is None or self._at >= len(self._rows):
+            if self._rows is not None:
+                self._block, self._rows, self._at = None, None, 0
+            if self._block is None and not self._refill():
+                return None
+            self._rows = self._format(self._block)
+        row = self._rows[self._at]
+        self._at += 1
+        return row
+
+    def _format(self, table) -> list[dict]:
+        """The rows of `table` as datasets hands them out (cast to the features, python values)."""
+        if self._features is not None:
+            import pyarrow as pa
+            from datasets.table import cast_table_to_features
+
+            for name in self._features:
+                if name not in table.column_names:
+                    table = table.append_column(name, pa.NullArray.from_buffers(pa.null(), len(table), [None]))
+            if table.schema != self._features.arrow_schema:
+                table = cast_table_to_features(table, self._features)
+        batch = self._formatter.format_batch(table)
+        names = list(batch)
+        return [{name: batch[name][i] for name in names} for i in range(table.num_rows)]
+
+    def _refill(self) -> bool:
+        """Set the next block of rows to yield; False once everything is yielded."""
+        while True:
+            table = self._next_input()
+            if self._rng is None:
+                self._block = table
+                return table is not None
+            if table is None:
+                if not self._buffer_rows:
+                    return False
+                self._block = self._shuffled_buffer(keep=0)
+                return True
+            self._buffer.append(table)
+            self._buffer_rows += table.num_rows
+            if self._buffer_rows >= self.read.shuffle_buffer_size:
+                self._block = self._shuffled_buffer(keep=self.read.shuffle_buffer_size // 2)
+                return True
+
+    def _shuffled_buffer(self, keep: int):
+        """The buffer permuted by the rng: its first rows - all but `keep` - are returned, the rest kept."""
+        import pyarrow as pa
+
+        n = self._buffer_rows
+        shuffled = pa.concat_tables(self._buffer).take(self._rng.permutation(n))
+        self._buffer = [shuffled.slice(n - keep)] if keep else []
+        self._buffer_rows = keep
+        return shuffled.slice(0, n - keep)
+
+    def _next_input(self):
+        """The next table of the groups in turn (a finished group skipped); None when all are done."""
+        while any(not g.pos.done for g in self.groups):
+            i = self.turn
+            self.turn = (i + 1) % len(self.groups)
+            if self.groups[i].pos.done:
+                continue
+            table, end = self._take(i)
+            self.groups[i].pos = end
+            if table is None:
+                continue
+            if not end.done:
+                self._submit(i)
+            return table
+        return None
+
+    def _submit(self, i: int) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=len(self.groups), thread_name_prefix="stream-group")
+            for k, g in enumerate(self.groups):
+                if not g.pos.done and self._futures[k] is None and k != i:
+                    self._futures[k] = self._pool.submit(g.fetch)
+        self._futures[i] = self._pool.submit(self.groups[i].fetch)
+
+    def _take(self, i: int):
+        """Group i's next table, its read retried by the policy (re-opened at the group's position)."""
+        waited, attempt = 0.0, 0
+        while True:
+            if self._futures[i] is None:
+                self._submit(i)
+            future, self._futures[i] = self._futures[i], None
+            try:
+                return future.result()
+            except Exception as e:
+                attempt += 1
+                if not retry.is_transient(e):
+                    raise
+                pause = self.policy.wait(attempt, e)
+                if attempt >= self.policy.attempts or waited + pause > self.policy.max_wait_s:
+                    raise self._unavailable(e, attempt, waited) from e
+                retry.log(
+                    f"{self._what()}: reading {self.groups[i].names()[self.groups[i].pos.file]} failed "
+                    f"({type(e).__name__}: {retry.short(e, 120)}); re-opening at row {self.groups[i].pos.row:,}, "
+                    f"try {attempt + 1} of {self.policy.attempts} in {pause:g} s"
+                )
+                time.sleep(pause)
+                waited += pause
+                self.retries += 1
+                self.groups[i].reset()
+
+    def _what(self) -> str:
+        config = f" (config {self.read.config!r})" if self.read.config else ""
+        return f"hub dataset {self.read.dataset_id!r}{config}"
+
+    def _unavailable(self, exc: BaseException, tries: int, waited: float) -> StreamUnavailable:
+        return StreamUnavailable(
+            f"{self._what()}: reading the stream failed {tries} times in a row over {waited:.0f} s of waiting "
+            f"({self.retries + tries - 1} retries in all; last error: {type(exc).__name__}: {retry.short(exc)}); "
+            f"{self.yielded:,} rows read so far",
+            rows_read=self.yielded,
+            retries=self.retries + tries - 1,
+        )
+
+    def close(self) -> None:
+        """Stop the read-ahead threads (waiting for the reads in flight); the position stays."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        futures, self._futures = self._futures, [None] * len(self.groups)
+        for f in futures:
+            if f is not None:
+                f.cancel()
+        pool.shutdown(wait=True)
+        for g in self.groups:
+            g.reset()
+        if self._sleep_at_end:  # datasets' guard against an Arrow crash at exit (apache/arrow#45214)
+            import datasets
+
+            time.sleep(datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN)
+
+
+# ------------------------------------------------------------------------- one build's stream, tracked
+
+_TRACKER: ContextVar[Tracker | None] = ContextVar("niels_gpt_stream_tracker", default=None)
+
+
+class Tracker:
+    """What a build knows of the stream it reads: `stream` (the ShuffledStream opened while it is
+    active, None before the first row), `start` (a saved position the stream starts from)."""
+
+    def __init__(self, start: tuple | None = None):
+        self.start = start
+        self.stream: ShuffledStream | None = None
+
+
+@contextmanager
+def tracking(start: tuple | None = None) -> Iterator[Tracker]:
+    """While active, the streamed read opened by `stream_rows` registers with the tracker yielded here
+    and starts at `start` (a `ShuffledStream.state()`)."""
+    tracker = Tracker(start)
+    token = _TRACKER.set(tracker)
+    try:
+        yield tracker
+    finally:
+        _TRACKER.reset(token)
+
+
+def stream_rows(ds: Any, read: HubRead, identity: dict | None = None) -> Iterator[tuple[int, dict]]:
+    """The (index, row) pairs of a streamed `ds` read as `read` says, through ShuffledStream (registered
+    with the active tracker, if any, and started at its saved position)."""
+    tracker = _TRACKER.get()
+    stream = ShuffledStream(ds, read, identity=identity, start=tracker.start if tracker else None)
+    if tracker is not None:
+        tracker.stream = stream
+    return iter(stream)
