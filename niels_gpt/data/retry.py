@@ -138,9 +138,12 @@ def _denied(exc: BaseException) -> bool:
 
 def is_transient(exc: BaseException) -> bool:
     """True if waiting and trying again may help (see the module docstring); False for anything else."""
+    from huggingface_hub import constants
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.utils import httpx
 
+    if constants.HF_HUB_OFFLINE:  # datasets re-raises offline mode as a bare ConnectionError (`raise e1 from None`)
+        return False
     permanent = _permanent_types()
     for e in _chain(exc):
         if isinstance(e, permanent):
