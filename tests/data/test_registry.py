@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from niels_gpt.config import deep_merge, prepare_config
+from niels_gpt.config import ConfigError, deep_merge, prepare_config
 from niels_gpt.data import registry
 from niels_gpt.data.hub import HubRead
 from tests.support.hub_files import DOLLY_ROWS
@@ -49,18 +49,25 @@ def test_hub_read_routes_the_demo_to_the_demo_files_and_no_revision():
         registry.hub_read(cfg, "roam")
 
 
-@pytest.mark.parametrize("form", ["glob", "list"])
+@pytest.mark.parametrize("form", ["glob", "list", "split to list"])
 def test_demo_data_files_may_be_a_glob_or_a_list_as_datasets_takes_them(demo, form):
     root, cfg = demo
     files = sorted(str(p) for p in (root / "fineweb_edu").glob("*.parquet"))
-    value = str(root / "fineweb_edu" / "*.parquet") if form == "glob" else files
+    value = {"glob": str(root / "fineweb_edu" / "*.parquet"), "list": files, "split to list": {"train": files}}[form]
     routed = deep_merge(cfg, {"sources": {"fineweb_edu": {"demo_data_files": value}}})
+    assert prepare_config(routed) == routed  # the schema takes every form
     assert registry.source_input_files(routed, "fineweb_edu") == files
     inp = registry.pretrain_input(routed, "fineweb_edu")
     assert sorted(s.text for s in inp.stream) == sorted(
         s.text for s in registry.pretrain_input(cfg, "fineweb_edu").stream
     )
     assert inp.provenance["data_files_globs"] == value
+
+
+@pytest.mark.parametrize("value", [[], {"train": []}, {"train": 3}, 7])
+def test_demo_data_files_that_name_no_file_are_refused_by_the_schema(demo, value):
+    with pytest.raises(ConfigError, match=r"sources\.fineweb_edu\.demo_data_files"):
+        prepare_config(deep_merge(demo[1], {"sources": {"fineweb_edu": {"demo_data_files": value}}}))
 
 
 def test_stream_sources_read_demo_files_and_record_them(demo):

@@ -1,0 +1,324 @@
+"""The DAG without demo: `snakemake cache/all` reading every corpus from the test hub (tests/support/hub).
+
+One build, shared by the tests below: the default config with small budgets, gutenberg switched to
+the raw `manu/project_gutenberg` by README's own `--config` line, every hub source read through the real
+`datasets.load_dataset(id, config, ...)` path against a loopback hub that serves each repository in
+its real layout. The hub is stopped once the build is done. The checks: every cache verifies, every
+cache built from hub data records the dataset and the commit it read, streamed sources were streamed
+(range reads only), a dry run asks the hub nothing, a revision pinned to the commit builds the same
+bytes, a dataset, config, split or revision the repository lacks fails the job with one line naming it
+and what the repository has, and, offline (HF_HUB_OFFLINE=1, the hub gone), the prepared sources
+rebuild from the local cache while the streamed ones fail with the offline message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from niels_gpt.cache.cli import main
+from niels_gpt.command_line import run_cli
+from tests.support.hub import HubServer, hub_env
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+FINEWEB, WIKITEXT, RAW_GUTENBERG = "HuggingFaceFW/fineweb-edu", "Salesforce/wikitext", "manu/project_gutenberg"
+DOLLY, OASST1 = "databricks/databricks-dolly-15k", "OpenAssistant/oasst1"
+HUB_READS = {  # cache -> the repository it reads
+    "pretrain/fineweb_edu": FINEWEB,
+    "pretrain/wikitext": WIKITEXT,
+    "pretrain/gutenberg": RAW_GUTENBERG,
+    "sft/dolly15k": DOLLY,
+    "sft/oasst1": OASST1,
+}
+# Small budgets: the default config's every other value, the hub's real layouts.
+SMALL = {
+    "demo": False,
+    "tokenizer": {"vocab_size": 500, "sample_chars": 200_000},
+    "sources": {
+        "fineweb_edu": {"max_train_tokens": 20_000, "max_val_tokens": 2_000, "val_doc_prob": 0.2, "shuffle_buffer": 50},
+        "wikitext": {"max_train_tokens": 20_000},
+        "gutenberg": {"max_train_tokens": 5_000, "max_val_tokens": 500, "val_doc_prob": 0.5, "shuffle_buffer": 0},
+        "roam": {"root": "notes"},
+    },
+    "pretrain": {"shard_bytes": 40_000},
+    "sft": {"t_max": 256},
+}
+
+
+def readme_gutenberg_config() -> str:
+    """The `--config` value README gives for reading the raw Gutenberg books from the hub."""
+    found = re.search(r"--config '(sources=\{gutenberg: \{[^']*manu/project_gutenberg[^']*split: en\}\})'", readme())
+    assert found, "README.md lost its --config line for manu/project_gutenberg"
+    return found.group(1)
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def make_workdir(dest: Path) -> Path:
+    """The workflow, the primer files and the sample notes (as `notes/`) in a scratch folder."""
+    dest.mkdir(parents=True)
+    for name in ("Snakefile", "config.yaml", "environment.yml"):
+        shutil.copy(ROOT / name, dest / name)
+    for name in ("rules", "profiles"):
+        shutil.copytree(ROOT / name, dest / name)
+    (dest / "data").mkdir()
+    for name in ("primer.jsonl", "primer.txt"):
+        shutil.copy2(ROOT / "data" / name, dest / "data" / name)
+    shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
+    (dest / "overrides.yaml").write_text(json.dumps(SMALL))
+    return dest
+
+
+def snakemake(workdir: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", *args]
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        logs = "".join(f"\n--- {p}\n{p.read_text()[-3000:]}" for p in (workdir / "cache" / "logs").rglob("*.log"))
+        pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-5000:]}{logs}")
+    return proc
+
+
+class Build:
+    """The shared build: its folder, the environment it ran in, the hub's request log and commits."""
+
+    def __init__(self, workdir: Path, env: dict, requests: list, shas: dict, seconds: float):
+        self.workdir, self.cache, self.env = workdir, workdir / "cache", env
+        self.requests, self.shas, self.seconds = requests, shas, seconds
+
+    def meta(self, rel: str) -> dict:
+        return json.loads((self.cache / rel).read_text())
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory, hub_root) -> Build:
+    workdir = make_workdir(tmp_path_factory.mktemp("hub_wf") / "wf")
+    with HubServer(hub_root[0]) as server:
+        env = hub_env(server, workdir / ".hf")
+        started = time.monotonic()
+        snakemake(workdir, env, "-j2", "cache/all", "--config", readme_gutenberg_config())
+        seconds = time.monotonic() - started
+        shas = {repo: server.sha(repo) for repo in server.repos}
+    return Build(workdir, env, server.requests.snapshot(), shas, seconds)
+
+
+def test_every_cache_builds_from_the_hub_and_verifies(build):
+    from niels_gpt.inspection.verify import verify
+
+    _, checks, stray = verify(build.cache)
+    assert stray == [] and len(checks) == 1 + 4 + 3 + 6
+    assert all(c.status == "ok" for c in checks), [(c.artifact.name, c.status, c.problems) for c in checks]
+    for rel in ("pretrain/fineweb_edu", "pretrain/wikitext", "pretrain/gutenberg"):
+        meta = build.meta(f"{rel}/meta.json")
+        assert meta["train_tokens"] > 0 and meta["val_tokens"] > 0 and not meta["provenance"]["demo"], rel
+    print(f"cache/all against the test hub: {build.seconds:.1f} s")
+
+
+def test_every_cache_built_from_hub_data_records_the_dataset_and_the_commit(build):
+    for rel, repo in HUB_READS.items():
+        meta = build.meta(f"{rel}/meta.json")
+        assert meta["dataset_name"] == repo, rel
+        revision = meta.get("dataset_revision") or meta["provenance"]["revision"]  # pretrain | sft
+        assert revision == build.shas[repo], rel
+    for split in ("train", "val"):
+        stream = build.meta(f"streams/wiki_{split}.meta.json")
+        assert (stream["dataset_name"], stream["dataset_revision"]) == (WIKITEXT, build.shas[WIKITEXT])
+    trained_on = build.meta("tokenizer/meta.json")["trained_on"]["sources"]
+    for source, repo in (("fineweb_edu", FINEWEB), ("wikitext", WIKITEXT), ("gutenberg", RAW_GUTENBERG)):
+        assert (trained_on[source]["read"]["dataset_id"], trained_on[source]["read"]["revision"]) == (
+            repo,
+            build.shas[repo],
+        )
+
+
+def test_streamed_sources_are_read_by_ranges_and_prepared_ones_downloaded(build):
+    def data_gets(repo: str) -> set:
+        return {
+            r.status
+            for r in build.requests
+            if r.method == "GET" and f"/{repo}/resolve/" in r.path and "README" not in r.path
+        }
+
+    assert data_gets(FINEWEB) == data_gets(RAW_GUTENBERG) == {206}  # never a whole file
+    assert data_gets(WIKITEXT) == data_gets(DOLLY) == data_gets(OASST1) == {200}
+    for rel in ("pretrain/fineweb_edu", "pretrain/gutenberg"):
+        assert build.meta(f"{rel}/meta.json")["streaming"] is True
+    assert build.meta("pretrain/wikitext/meta.json")["streaming"] is False
+    assert all(r.status in (200, 206, 404) for r in build.requests)  # 404: the optional files datasets probes
+
+
+def test_a_dry_run_asks_the_hub_nothing(build, hub_root):
+    with HubServer(hub_root[0]) as server:
+        started = time.monotonic()
+        out = snakemake(
+            build.workdir,
+            hub_env(server, build.workdir / ".hf"),
+            "-n",
+            "cache/all",
+            "--config",
+            readme_gutenberg_config(),
+        )
+        assert "Nothing to be done" in out.stdout + out.stderr
+        assert len(server.requests) == 0 and time.monotonic() - started < 30
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    """(exit code, stderr) of one cache CLI command, run in this process against the session hub."""
+    code = run_cli(main, list(args))
+    return code, capsys.readouterr().err
+
+
+def spec(**sources) -> str:
+    merged = json.loads(json.dumps(SMALL))
+    for name, values in sources.items():
+        merged["sources"].setdefault(name, {}).update(values)
+    return json.dumps(merged)
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+@pytest.mark.parametrize(
+    "family, source, rel, files",
+    [
+        ("build-sft", "dolly15k", "sft/dolly15k", ["train_tokens.bin", "val_tokens.bin", "train_idx.npy"]),
+        ("build-pretrain", "fineweb_edu", "pretrain/fineweb_edu", ["train/shard_00000.bin", "val/shard_00000.bin"]),
+    ],
+)
+def test_a_revision_pinned_to_the_commit_builds_the_same_cache(
+    build, hub, capsys, tmp_path, family, source, rel, files
+):
+    repo = HUB_READS[rel]
+    pinned = spec(**{source: {"revision": hub.sha(repo)}})
+    tokenizer = build.cache / "tokenizer" / "spm.model"
+    code, err = cli(
+        capsys, family, "--source", source, "--tokenizer", str(tokenizer), "--out-dir", str(tmp_path), "--spec", pinned
+    )
+    assert code == 0, err
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["provenance"]["revision_requested"] == hub.sha(repo) == build.shas[repo]
+    for name in files:
+        assert (tmp_path / name).read_bytes() == (build.cache / rel / name).read_bytes(), name
+
+
+WRONG = {  # (command, source, config change) -> what the one error line says
+    "dataset id": (
+        ("build-sft", "dolly15k", {"dataset_id": "databricks/databricks-dolly-15k-typo"}),
+        r"error: hub dataset 'databricks/databricks-dolly-15k-typo' does not exist on http://127\.0\.0\.1:\d+ "
+        r"or cannot be accessed; check the source's `dataset_id:` in config\.yaml",
+    ),
+    "config": (
+        ("build-pretrain", "fineweb_edu", {"config": "CC-MAIN-1999-01"}),
+        r"error: hub dataset 'HuggingFaceFW/fineweb-edu' config 'CC-MAIN-1999-01' does not exist; "
+        r"its configs: default, CC-MAIN-2024-10, CC-MAIN-2024-18\. Set the source's `config:` in config\.yaml",
+    ),
+    "split": (
+        ("build-pretrain", "gutenberg", {"enabled": True, "dataset_id": RAW_GUTENBERG, "split": "train"}),
+        r"error: hub dataset 'manu/project_gutenberg' has no split 'train'; its splits: en, de, fr\. ",
+    ),
+    "revision": (
+        ("build-sft", "oasst1", {"revision": "v9.9"}),
+        r"error: hub dataset 'OpenAssistant/oasst1' has no revision 'v9\.9' \(a branch, tag or commit sha\); "
+        r"its default branch is at commit (?P<sha>[0-9a-f]{40}): pin it with `revision: (?P=sha)` in the "
+        r"source's section of config\.yaml, or set `revision: null` to read the default branch",
+    ),
+}
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
+@pytest.mark.parametrize("wrong", sorted(WRONG))
+def test_a_dataset_config_split_or_revision_the_hub_lacks_fails_with_one_line(build, hub, capsys, tmp_path, wrong):
+    (family, source, change), message = WRONG[wrong]
+    tokenizer = str(build.cache / "tokenizer" / "spm.model")
+    code, err = cli(
+        capsys,
+        family,
+        "--source",
+        source,
+        "--tokenizer",
+        tokenizer,
+        "--out-dir",
+        str(tmp_path),
+        "--spec",
+        spec(**{source: change}),
+    )
+    last = err.strip().splitlines()[-1]
+    assert code == 1 and re.fullmatch(message + ".*", last), last
+    assert "Traceback" not in err and not (tmp_path / "meta.json").exists()
+
+
+def test_offline_the_prepared_sources_rebuild_from_the_cache_and_the_streamed_ones_say_why_not(build, tmp_path):
+    """The hub is gone (the build stopped it) and HF_HUB_OFFLINE=1: one process runs five builds."""
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from niels_gpt.cache.cli import main\n"
+        "from niels_gpt.command_line import run_cli\n"
+        "out = []\n"
+        "for argv in json.loads(sys.argv[1]):\n"
+        "    err = io.StringIO()\n"
+        "    with contextlib.redirect_stderr(err):\n"
+        "        out.append([run_cli(main, argv), err.getvalue()])\n"
+        "print(json.dumps(out))\n"
+    )
+    tokenizer = str(build.cache / "tokenizer" / "spm.model")
+    builds = [
+        ("build-pretrain", "wikitext"),
+        ("build-sft", "dolly15k"),
+        ("build-sft", "oasst1"),
+        ("build-pretrain", "fineweb_edu"),
+        ("build-pretrain", "gutenberg"),
+    ]
+    config = spec(gutenberg={"enabled": True, "dataset_id": RAW_GUTENBERG, "split": "en"})
+    argv = [
+        [cmd, "--source", s, "--tokenizer", tokenizer, "--out-dir", str(tmp_path / s), "--spec", config]
+        for cmd, s in builds
+    ]
+    env = {**build.env, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(argv)],
+        cwd=build.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = dict(zip((s for _, s in builds), json.loads(proc.stdout)))
+    for source, rel, name in (
+        ("wikitext", "pretrain/wikitext", "train/shard_00000.bin"),
+        ("dolly15k", "sft/dolly15k", "train_tokens.bin"),
+        ("oasst1", "sft/oasst1", "train_tokens.bin"),
+    ):
+        assert results[source][0] == 0, results[source][1]
+        assert (tmp_path / source / name).read_bytes() == (build.cache / rel / name).read_bytes(), source
+    for source, repo in (("fineweb_edu", FINEWEB), ("gutenberg", RAW_GUTENBERG)):
+        code, err = results[source]
+        last = err.strip().splitlines()[-1]
+        assert code == 1 and last.startswith(f"error: cannot reach hub dataset '{repo}'"), err
+        assert "OfflineModeIsEnabled" in last and "demo=true" in last and "Traceback" not in err
+        assert not (tmp_path / source / "meta.json").exists()
+
+
+def test_readme_lists_every_default_hub_dataset_with_what_the_hub_has():
+    from niels_gpt.config import prepare_config
+    from niels_gpt.data.registry import HUB_SOURCES
+
+    section = readme().split("### The hub datasets", 1)[1].split("\n#", 1)[0]
+    defaults = prepare_config({})["sources"]
+    for source in HUB_SOURCES:
+        s = defaults[source]
+        row = next(
+            (line for line in section.splitlines() if line.startswith(f"| {source} | `{s['dataset_id']}` |")), ""
+        )
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        assert len(cells) == 5, f"README's hub table has no row for {source}"
+        assert cells[2] == (f"`{s['config']}`" if s.get("config") else "none"), source
+        assert cells[3].startswith(f"`{s.get('split') or s['train_split']}`") and cells[4], source
+    assert "| gutenberg (alternative) | `manu/project_gutenberg` | none | `en` |" in section
