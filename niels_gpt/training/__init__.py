@@ -10,4 +10,7 @@ For torch.utils.data: batch_dict.py (dict batches: input_ids, unshifted labels, 
 segment_ids), torch_data.py (map-style datasets over every cache), samplers.py (EpochSampler: seeded epochs,
 ranks, resumable), mixture.py (MixedBatches: MixedLoader's batches as an IterableDataset, the same for any
 number of workers), loader_state.py (torchdata StatefulDataLoader states: refusing another num_workers).
+For the training step: loss.py (`masked_cross_entropy`, the project's loss), hf.py (`hf_inputs`: a dict
+batch as a transformers causal LM takes it, packed rows included), prefetch.py (`prefetch`: a background
+thread keeps the next batches ready, on CUDA on its own stream).
 """
