@@ -33,6 +33,7 @@ from typing import Literal
 
 from niels_gpt.data.hub import HubRead
 from niels_gpt.data.local_files import data_files_by_split
+from niels_gpt.data.retry import RetryPolicy
 from niels_gpt.data.types import ChatSample, PretrainSample
 
 PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
@@ -79,11 +80,16 @@ def hub_read(cfg: dict, source: str) -> HubRead:
     s = cfg["sources"][source]
     where = {"data_files": s["demo_data_files"]} if cfg["demo"] else {"revision": s["revision"]}
     split = s["train_split"] if source == "wikitext" else s["split"]
-    read = HubRead(s["dataset_id"], s.get("config"), split=split, seed=cfg["seed"], **where)
+    read = HubRead(s["dataset_id"], s.get("config"), split=split, seed=cfg["seed"], retry=retry_policy(cfg), **where)
     if source not in STREAMED_SOURCES:
         return read
     buffer = s["shuffle_buffer"]
     return replace(read, streaming=True, shuffle=buffer > 0, shuffle_buffer_size=max(buffer, 1))
+
+
+def retry_policy(cfg: dict) -> RetryPolicy:
+    """How hub calls and stream reads are retried: the config section `hub` (retry.py)."""
+    return RetryPolicy.from_config(cfg.get("hub"))
 
 
 def roam_root(cfg: dict) -> str:

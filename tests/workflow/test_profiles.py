@@ -38,4 +38,4 @@ def test_slurm_profile_marks_site_settings_and_the_flags_for_clusters_without_ac
     for key in ("slurm_partition", "slurm_account"):
         assert key not in resources, f"{key} is a site setting: leave it commented out"
         assert re.search(rf"^\s*# {key}: .*SITE SETTING", text, re.M), key
-    assert "slurm-status-command: squeue" in text and "slurm-no-account: true" in text and "MinJobAge" in text
+    assert "slurm-status-command: squeue" in text and "MinJobAge" in text

@@ -1,11 +1,12 @@
-"""The demo DAG on a real SLURM cluster through profiles/slurm (opt-in: `pytest -m slurm`).
+"""The demo DAG on a real SLURM cluster through profiles/slurm (opt-in: `.venv/bin/pytest -m slurm`).
 
-Needs a SLURM controller that answers `sinfo` (`sudo scripts/slurm_local.sh start` stands up a one-node
-one) and snakemake-executor-plugin-slurm; skipped with the reason otherwise, and never part of the
-default test command (pyproject deselects the marker). The cluster is treated as one without accounting
-(--slurm-status-command squeue --slurm-no-account, what the profile's comments prescribe), and the
-CPU-heavy rules get at most the CPUs of the cluster's smallest node. The work folders are created inside
-the repository, which the nodes see (/tmp may be node-local), and removed afterwards.
+The cluster test needs a SLURM controller that answers `sinfo` (`scripts/slurm_local.sh start` stands up
+a one-node one) and snakemake-executor-plugin-slurm (`pip install -e '.[slurm]'`); it is skipped with the
+reason otherwise, and never part of the default test command (pyproject deselects the marker). The
+cluster is treated as one without accounting (--slurm-status-command squeue, what the profile's comments
+prescribe), and the CPU-heavy rules get at most the CPUs of the cluster's smallest node. The work folders
+are created inside the repository, which the nodes see (/tmp may be node-local), and removed afterwards.
+The README's command itself, `pytest -m slurm` through the pytest entry point, is checked by default.
 """
 
 from __future__ import annotations
@@ -23,20 +24,22 @@ import pytest
 
 from tests.workflow.test_workflow import ROOT, artifact_hashes, make_workdir
 
-pytestmark = pytest.mark.slurm
-
 DEMO_WITH_PARTS = ["--config", "demo=true", "pretrain={num_parts: 2}"]
-NO_ACCOUNTING = ["--slurm-status-command", "squeue", "--slurm-no-account"]
+# squeue instead of sacct for job states (no accounting). No account flag: the plugin tries to guess one
+# with sacct, fails (two warnings) and submits without, which is what --slurm-no-account would ask for (the
+# plugin has ignored that flag since 1.2)
+NO_ACCOUNTING = ["--slurm-status-command", "squeue"]
 THREADED_RULES = ("pretrain", "pretrain_part", "sft")  # the profile's set-threads
+CLUSTER_TEST = "test_demo_dag_with_two_parts_goes_through_sbatch_and_matches_a_local_build"
 
 
 @pytest.fixture(scope="module")
 def node_cpus() -> int:
     """CPUs of the cluster's smallest node; skips when there is no cluster to submit to."""
     if shutil.which("sinfo") is None:
-        pytest.skip("no SLURM client (sinfo) on PATH; `sudo scripts/slurm_local.sh start` sets up a one-node cluster")
+        pytest.skip("no SLURM client (sinfo) on PATH; `scripts/slurm_local.sh start` sets up a one-node cluster")
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
-        pytest.skip("snakemake-executor-plugin-slurm is not installed: pip install snakemake-executor-plugin-slurm")
+        pytest.skip("snakemake-executor-plugin-slurm is not installed: pip install -e '.[slurm]'")
     proc = subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True, timeout=60)
     if proc.returncode != 0 or not proc.stdout.split():
         pytest.skip(f"no SLURM controller answers sinfo ({proc.stderr.strip() or 'no nodes'})")
@@ -63,6 +66,19 @@ def slurm_job(job_id: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=(\S+)", out))
 
 
+def test_pytest_m_slurm_as_the_readme_writes_it_collects_the_cluster_test():
+    entry_point = Path(sys.executable).parent / "pytest"  # the venv's `pytest`, not `python -m pytest`
+    if not entry_point.exists():
+        pytest.skip(f"no pytest entry point beside {sys.executable}")
+    proc = subprocess.run(
+        [str(entry_point), "-m", "slurm", "--collect-only", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    collected = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert collected == [f"tests/workflow/test_slurm.py::{CLUSTER_TEST}"]
+
+
+@pytest.mark.slurm
 def test_demo_dag_with_two_parts_goes_through_sbatch_and_matches_a_local_build(node_cpus):
     work = Path(tempfile.mkdtemp(prefix=".slurm-test-", dir=ROOT))
     try:
