@@ -33,14 +33,17 @@ class StagedFile:
     """One file written under `path.tmp`; `commit()` renames it onto `path`, `discard()` removes it.
 
     `file` is the open temporary file; `close()` flushes and fsyncs it (it keeps its temporary name).
-    Until `commit()`, the final name holds what it held before, or nothing."""
+    Until `commit()`, the final name holds what it held before, or nothing. `tmp` names another
+    temporary file (on the same file system; a resumable build keeps its files outside the output),
+    and mode "ab" continues one already there."""
 
-    def __init__(self, path: str | os.PathLike, mode: str = "wb"):
-        if "w" not in mode:
+    def __init__(self, path: str | os.PathLike, mode: str = "wb", *, tmp: str | os.PathLike | None = None):
+        if "w" not in mode and "a" not in mode:
             raise ValueError(f"a staged file is for writing, got mode {mode!r}")
         self.path = Path(path)
-        self.tmp = tmp_path_for(self.path)
+        self.tmp = Path(tmp) if tmp is not None else tmp_path_for(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp.parent.mkdir(parents=True, exist_ok=True)
         self.file: IO[Any] = open(self.tmp, mode, encoding=None if "b" in mode else "utf-8")
         self.committed = False
 
@@ -85,8 +88,8 @@ class StagedFiles:
     def __init__(self) -> None:
         self.files: list[StagedFile] = []
 
-    def open(self, path: str | os.PathLike, mode: str = "wb") -> StagedFile:
-        staged = StagedFile(path, mode)
+    def open(self, path: str | os.PathLike, mode: str = "wb", *, tmp: str | os.PathLike | None = None) -> StagedFile:
+        staged = StagedFile(path, mode, tmp=tmp)
         self.files.append(staged)
         return staged
 

@@ -3,6 +3,8 @@
     {cache}/tokenizer/spm.model, meta.json
     {cache}/pretrain/{source}/{train,val}/shard_NNNNN.bin, meta.json
     {cache}/pretrain/{source}/parts/part_NNN/...            (pretrain.num_parts > 1: one cache per part)
+    {cache}/pretrain/{source}/.resume/                      a streamed build's checkpoint (pretrain/resume.py);
+                                                            removed when the build finishes
     {cache}/sft/{source}/{train,val}_tokens.bin, {train,val}_idx.npy, meta.json
     {cache}/streams/{source}_{train,val}.bin, {source}_{train,val}.meta.json
     {cache}/report/leakage.json, *.svg, leakage_table.html   the report's figures and the leakage audit
@@ -44,6 +46,9 @@ META = "meta.json"
 TOKENIZER_MODEL = "spm.model"
 ALL_FLAG = "all"
 PARTS_DIR = "parts"  # beside train/ and val/, so a reader of a split never sees part shards
+# beside train/ and val/ too: not an output of the Snakemake job, so a failed job's cleanup keeps it; a
+# dot folder, so the cache-tree walker never takes it for an artifact
+RESUME_DIR = ".resume"
 SHARD_GLOB = "shard_*.bin"
 STREAM_BIN_SUFFIX = ".bin"
 STREAM_META_SUFFIX = ".meta.json"
@@ -95,6 +100,11 @@ def streams_dir(cache: PathLike) -> str:
 
 def report_dir(cache: PathLike) -> str:
     return _join(cache, "report")
+
+
+def resume_dir(out_dir: PathLike) -> str:
+    """The checkpoint folder of the pretrain build writing `out_dir` (a source's or a part's folder)."""
+    return _join(out_dir, RESUME_DIR)
 
 
 def shard_name(index: int) -> str:

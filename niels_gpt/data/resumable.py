@@ -326,11 +326,12 @@ class ShuffledStream:
         """The next table of the groups in turn (a finished group skipped); None when all are done."""
         while any(not g.pos.done for g in self.groups):
             i = self.turn
-            self.turn = (i + 1) % len(self.groups)
             if self.groups[i].pos.done:
+                self.turn = (i + 1) % len(self.groups)
                 continue
-            table, end = self._take(i)
+            table, end = self._take(i)  # may fail: then the turn stays with group i
             self.groups[i].pos = end
+            self.turn = (i + 1) % len(self.groups)
             if table is None:
                 continue
             if not end.done:
@@ -377,10 +378,11 @@ class ShuffledStream:
         return f"hub dataset {self.read.dataset_id!r}{config}"
 
     def _unavailable(self, exc: BaseException, tries: int, waited: float) -> StreamUnavailable:
+        retries = self.retries + tries - 1
         return StreamUnavailable(
-            f"{self._what()}: reading the stream failed {tries} times in a row over {waited:.0f} s of waiting "
-            f"({self.retries + tries - 1} retries in all; last error: {type(exc).__name__}: {retry.short(exc)}); "
-            f"{self.yielded:,} rows read so far",
+            f"{self._what()}: a read of the stream failed {tries} time{'s' if tries != 1 else ''} in a row "
+            f"({retries} retr{'ies' if retries != 1 else 'y'} in all, the last after {waited:.0f} s of waiting; "
+            f"last error: {type(exc).__name__}: {retry.short(exc)}); {self.yielded:,} rows read so far",
             rows_read=self.yielded,
             retries=self.retries + tries - 1,
         )

@@ -9,6 +9,9 @@ max_val_tokens, val_doc_prob, shuffle_buffer), `pretrain.shard_bytes` and `seed`
 `part=k, num_parts=N` (N > 1; STREAMED_SOURCES only) builds part k of the scale-out into `out_dir`:
 part k of the stream, budgets and split seed from parts.py (part_budget, part_seed), the part
 recorded in meta's provenance["part"]; `parts.merge_pretrain_parts` joins the N parts.
+A stream input is resumable: its checkpoint (pretrain/resume.py, `{out_dir}/.resume/`, every
+`hub.checkpoint_tokens` tokens and when the hub fails) is keyed by the job's config values, the tokenizer
+sha256 and FORMAT_VERSION; a rerun of a failed build continues from it.
 Used by the `build-pretrain` CLI, `build-all` and the Snakemake rules; milestones go to `log`
 (default: niels_gpt.log.log, one line each on stderr).
 """
@@ -19,9 +22,10 @@ import os
 from collections.abc import Callable
 
 from niels_gpt.data import registry
-from niels_gpt.layout import META, SPLITS
+from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget, part_record
+from niels_gpt.pretrain.resume import Checkpoint, remove_checkpoint
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 
 
@@ -82,8 +86,24 @@ def _not_built(cfg: dict, source: str, out_dir: str, dataset: dict, log: Callabl
         provenance={"source": source},
         **dataset,
     )
+    remove_checkpoint(out_dir)
     log(f"{source}: not built ({reason}); wrote {out_dir}/{META}")
     return meta
+
+
+def checkpoint_key(cfg: dict, source: str, tokenizer, num_parts: int, part: int | None) -> dict:
+    """What a stream build's bytes depend on, as the job knows it before reading (its Snakemake spec)."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "source": source,
+        "sources": {source: cfg["sources"][source]},
+        "seed": cfg["seed"],
+        "demo": cfg["demo"],
+        "shard_bytes": cfg["pretrain"]["shard_bytes"],
+        "num_parts": num_parts,
+        "part": part,
+        "tokenizer_sha256": tokenizer.sha256,
+    }
 
 
 def build_pretrain_source(
@@ -139,8 +159,18 @@ def build_pretrain_source(
     if inp.kind == "stream":
         # a part may hold no val on its own; the merge checks the whole source
         check_empty = num_parts == 1
+        checkpoint = Checkpoint(
+            out_dir,
+            checkpoint_key(cfg, source, tokenizer, num_parts, part),
+            every_tokens=cfg["hub"]["checkpoint_tokens"],
+        )
         meta = build_pretrain_cache(
-            inp.stream, out_dir, val_doc_prob=scfg["val_doc_prob"], check_empty=check_empty, **common
+            inp.stream,
+            out_dir,
+            val_doc_prob=scfg["val_doc_prob"],
+            check_empty=check_empty,
+            checkpoint=checkpoint,
+            **common,
         )
     else:
         meta = build_pretrain_cache_presplit(inp.train, inp.val, out_dir, **common)

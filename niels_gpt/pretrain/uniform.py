@@ -36,6 +36,20 @@ class TorchUniform:
         # pos = 624: the whole state is regenerated before the first output, as torch's first draw does
         self._mt.state = {"bit_generator": "MT19937", "state": {"key": init_genrand(seed), "pos": _MT_N}}
 
+    def state(self) -> dict:
+        """The generator's position, JSON-able: `TorchUniform.at(seed, state)` continues from it."""
+        st = self._mt.state["state"]
+        return {"key": st["key"].tolist(), "pos": int(st["pos"])}
+
+    @classmethod
+    def at(cls, seed: int, state: dict) -> TorchUniform:
+        g = cls(seed)
+        g._mt.state = {
+            "bit_generator": "MT19937",
+            "state": {"key": np.array(state["key"], dtype=np.uint32), "pos": state["pos"]},
+        }
+        return g
+
     def draw(self, n: int) -> np.ndarray:
         """The next `n` draws as float64 (each exactly a float32 value: the routing compares it as torch's)."""
         bits = self._mt.random_raw(n) & ((1 << _FLOAT_BITS) - 1)

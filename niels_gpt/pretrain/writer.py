@@ -32,27 +32,42 @@ arrive) and the bytes do not depend on the number of workers. Atomic (niels_gpt.
 is written as `shard_NNNNN.bin.tmp` and renamed only when the whole build succeeded, then meta.json is
 written last; a previous build is taken down first, meta.json first (`meta.unpublish`), so a killed
 build never leaves a meta.json beside incomplete shards.
+
+Resuming (`checkpoint=`, pretrain/resume.py; the single-stream build): the shards are written in the
+checkpoint folder and renamed into train/ and val/ at the end. Every `checkpoint.every_tokens` tokens
+the stream stops being read, the batches in flight are written (so everything read is written), and
+the position is saved: the writers, documents seen / blank, the split rule's generator, the loaders'
+cleaning counts, the stream's position (data/resumable.py: the rows read but not yet used included).
+A hub failure that outlasts the retries ends the reading the same way, is saved, and stops the build
+with one message (the dataset, documents and tokens read, the retries); a rerun loads the checkpoint
+and continues byte-identically. Reading is split into these stretches in every resumable build, so a
+resumed build and one that never stopped read and write the same things.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from niels_gpt.data.hub import SourceUnavailableError
+from niels_gpt.data.resumable import StaleStreamState, StreamUnavailable, Tracker, tracking
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
-from niels_gpt.log import progress
+from niels_gpt.log import log, progress
 from niels_gpt.meta import header, not_built, write_meta
 from niels_gpt.pretrain.encode import encoded_batches
 from niels_gpt.pretrain.record import (
     ON_PURPOSE,
+    add_counts,
     check_splits_filled,
     cleaning_record,
     presplit_rule,
     shard_format,
     source_meta,
 )
+from niels_gpt.pretrain.resume import Checkpoint
 from niels_gpt.pretrain.shards import DEFAULT_SHARD_BYTES, ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.pretrain.uniform import TorchUniform
 from niels_gpt.token_files import TOKEN_BYTES
@@ -109,6 +124,30 @@ def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], met
     return meta
 
 
+CLEANING_ENTRIES = ("", "stream", "train", "val")  # where loaders record `cleaning` (record.cleaning_record)
+
+
+def _cleaning(provenance: dict | None, base: dict) -> dict:
+    """{entry: counts} of the loaders' cleaning counts in `provenance`, plus `base` (a checkpoint's)."""
+    prov = provenance or {}
+    out = {}
+    for key in CLEANING_ENTRIES:
+        entry = prov if key == "" else prov.get(key)
+        counts = add_counts([base.get(key), (entry or {}).get("cleaning") if isinstance(entry, dict) else None])
+        if counts:
+            out[key] = counts
+    return out
+
+
+def _add_cleaning(provenance: dict | None, base: dict) -> None:
+    """Fold a checkpoint's cleaning counts into `provenance` (after reading: the loaders count from zero)."""
+    if not base or provenance is None:
+        return
+    for key, counts in _cleaning(provenance, base).items():
+        entry = provenance if key == "" else provenance.setdefault(key, {})
+        entry["cleaning"] = counts
+
+
 def _check_filled(writers, read: dict, blank: dict, source: dict, split_setting: str) -> None:
     prov = source.get("provenance") or {}
     check_splits_filled(
@@ -121,11 +160,17 @@ def _check_filled(writers, read: dict, blank: dict, source: dict, split_setting:
     )
 
 
-def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buffer, val_doc_prob):
-    """Check budgets, clear the previous build, open one ShardWriter per split; returns (out, writers, meta)."""
+def _start(out_dir, tokenizer, budgets, shard_bytes: int, seed: int, shuffle_buffer, val_doc_prob, checkpoint=None):
+    """Check budgets, clear the previous build, open one ShardWriter per split (staged in the checkpoint
+    folder if there is one); returns (out, writers, meta)."""
     _check_budgets(*budgets, shard_bytes)
     out = prepare_out_dir(out_dir)
-    writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=b) for split, b in zip(SPLITS, budgets)}
+    writers = {
+        split: ShardWriter(
+            out / split, shard_bytes=shard_bytes, budget=b, stage_dir=checkpoint.stage(split) if checkpoint else None
+        )
+        for split, b in zip(SPLITS, budgets)
+    }
     meta = {
         **header("pretrain", format_version=FORMAT_VERSION, seed=seed, tokenizer=tokenizer),
         **shard_format(shard_bytes),
@@ -172,24 +217,174 @@ def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_do
     return runs, seen, blank, room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0)
 
 
-def _read_stream(texts, tokenizer, writers: dict, val_doc_prob: float, seed: int, num_threads: int, desc: str):
-    """Write the stream's documents by the seeded rule until both budgets are full or it ends;
-    returns (documents read, blank ones among them)."""
+@dataclass
+class _Run:
+    """The single-stream rule's state: its generator (torch.Generator().manual_seed(seed)'s torch.rand
+    stream, without importing torch), documents read, blank ones among them."""
+
+    g: TorchUniform
+    seen: int = 0
+    blank: int = 0
+
+
+class _Stretch:
+    """The documents of `it` until `due()` (a checkpoint is due) or the end (`ended`); an error of
+    `catch` ends it too (`error`) instead of propagating, so what was read before it is still written."""
+
+    def __init__(self, it: Iterator, due: Callable[[], bool], catch: tuple):
+        self.it, self.due, self.catch = it, due, catch
+        self.ended, self.error = False, None
+
+    def __iter__(self):
+        while not self.due():
+            try:
+                item = next(self.it)
+            except StopIteration:
+                self.ended = True
+                return
+            except self.catch as e:
+                self.error = e
+                return
+            yield item
+
+
+class _Saver:
+    """Saves a resumable stream build's position into its checkpoint (pretrain/resume.py)."""
+
+    def __init__(self, checkpoint: Checkpoint, tracker: Tracker, writers: dict, run: _Run, provenance, base: dict):
+        self.checkpoint, self.tracker, self.writers, self.run = checkpoint, tracker, writers, run
+        self.provenance, self.base = provenance, base
+        self.enabled = True
+        self.saved_at = self.tokens() if checkpoint.seq else None  # a checkpoint was loaded
+        self.last = self.tokens()
+
+    def tokens(self) -> int:
+        return sum(w.n_tokens for w in self.writers.values())
+
+    def due(self) -> bool:
+        return self.enabled and self.tokens() - self.last >= self.checkpoint.every_tokens
+
+    def save(self) -> None:
+        stream = self.tracker.stream
+        if stream is None:  # the input is not a stream this module can place (resumable.supports)
+            log(f"{self.checkpoint.dir}: this input cannot be resumed; no checkpoints")
+            self.enabled = False
+            return
+        info, table = stream.state()
+        state = {
+            "tokens": self.tokens(),
+            "writers": {split: w.checkpoint() for split, w in self.writers.items()},
+            "documents_seen": self.run.seen,
+            "skipped_blank": self.run.blank,
+            "split_draws": self.run.g.state(),
+            "cleaning": _cleaning(self.provenance, self.base),
+            "stream": info,
+        }
+        self.checkpoint.save(state, table)
+        self.last = self.saved_at = state["tokens"]
+        log(f"checkpoint: {state['tokens']:,} tokens from {self.run.seen:,} documents -> {self.checkpoint.dir}")
+
+    def stopped(self, error: BaseException) -> SourceUnavailableError:
+        """The one message of a build stopped by the hub: what failed, what was read, how to go on."""
+        w = self.writers
+        saved = (
+            f"the checkpoint in {self.checkpoint.dir} holds {self.saved_at:,} tokens: run the same build again "
+            "(snakemake or build-pretrain) to continue from there"
+            if self.saved_at is not None
+            else "nothing was saved: run the same build again once the hub answers"
+        )
+        read = "" if isinstance(error, StreamUnavailable) else f"; {self.run.seen:,} documents read"
+        return SourceUnavailableError(
+            f"{error}{read}; {self.tokens():,} tokens written ({w['train'].n_tokens:,} train, "
+            f"{w['val'].n_tokens:,} val); {saved}"
+        )
+
+
+def _never() -> bool:
+    return False
+
+
+def _read_stream(
+    texts,
+    tokenizer,
+    writers: dict,
+    val_doc_prob: float,
+    run: _Run,
+    num_threads: int,
+    desc: str,
+    saver: _Saver | None = None,
+):
+    """Write the stream's documents by the seeded rule until both budgets are full or it ends; with a
+    `saver`, in stretches that each end with a checkpoint (module docstring)."""
     train, val = writers["train"], writers["val"]
-    g = TorchUniform(seed)  # torch.Generator().manual_seed(seed)'s torch.rand stream, without importing torch
-    seen = blank = 0
     if train.full and (val.full or val_doc_prob == 0):
-        return seen, blank  # zero budgets: read nothing
+        return  # zero budgets: read nothing
+    it = iter(texts)
+    catch = (SourceUnavailableError, StaleStreamState) if saver else ()
     with _progress((train.budget, val.budget), desc) as bar, EncodeWorkers(tokenizer, num_threads) as workers:
-        for flat, lens in encoded_batches(workers, texts, _wanted(train, val, val_doc_prob)):
-            runs, n_seen, n_blank, done = route_batch(lens, g, train, val, val_doc_prob)
-            seen, blank = seen + n_seen, blank + n_blank
-            for dest, start, stop, n_docs in runs:
-                bar.update(dest.write(flat[start:stop]))
-                dest.n_documents += n_docs
-            if done:
-                break
-    return seen, blank
+        bar.update(train.n_tokens + val.n_tokens)
+        while True:
+            stretch, done = _Stretch(it, saver.due if saver else _never, catch), False
+            for flat, lens in encoded_batches(workers, stretch, _wanted(train, val, val_doc_prob)):
+                runs, n_seen, n_blank, done = route_batch(lens, run.g, train, val, val_doc_prob)
+                run.seen, run.blank = run.seen + n_seen, run.blank + n_blank
+                for dest, start, stop, n_docs in runs:
+                    bar.update(dest.write(flat[start:stop]))
+                    dest.n_documents += n_docs
+                if done:
+                    break
+            if done or stretch.ended:
+                return
+            if isinstance(stretch.error, StaleStreamState):
+                raise stretch.error
+            saver.save()
+            if stretch.error is not None:
+                raise saver.stopped(stretch.error) from stretch.error
+
+
+def _resumed(checkpoint: Checkpoint, writers: dict, seed: int, desc: str):
+    """(run, cleaning base, stream start) from the checkpoint, the writers restored; a fresh start
+    (Run at `seed`, {}, None) if there is none or it does not fit the staged files (then removed)."""
+    saved = checkpoint.load()
+    if saved is not None:
+        try:
+            for split, w in writers.items():
+                w.restore(saved["writers"][split])
+            run = _Run(TorchUniform.at(seed, saved["split_draws"]), saved["documents_seen"], saved["skipped_blank"])
+            log(
+                f"{desc}: resuming from the checkpoint in {checkpoint.dir}: {saved['tokens']:,} tokens from "
+                f"{run.seen:,} documents already written"
+            )
+            return run, saved["cleaning"], (saved["stream"], saved["stream_table"])
+        except (ValueError, KeyError) as e:
+            log(f"{checkpoint.dir}: the checkpoint does not match its files ({e}); starting afresh")
+    for w in writers.values():
+        w.reset()
+    checkpoint.clear()
+    return _Run(TorchUniform(seed)), {}, None
+
+
+def _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, desc, checkpoint, provenance) -> _Run:
+    """Read the stream into the writers, from the checkpoint if there is one; returns the rule's state."""
+    if checkpoint is None:
+        run = _Run(TorchUniform(seed))
+        _read_stream(texts, tokenizer, writers, val_doc_prob, run, num_threads, desc)
+        return run
+    run, base, start = _resumed(checkpoint, writers, seed, desc)
+    try:
+        with tracking(start) as tracker:
+            saver = _Saver(checkpoint, tracker, writers, run, provenance, base)
+            _read_stream(texts, tokenizer, writers, val_doc_prob, run, num_threads, desc, saver)
+    except StaleStreamState as e:
+        if iter(texts) is texts:
+            raise
+        log(f"{checkpoint.dir}: {e}; starting afresh")
+        for w in writers.values():
+            w.reset()
+        checkpoint.clear()
+        return _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, desc, checkpoint, provenance)
+    _add_cleaning(provenance, base)
+    return run
 
 
 def build_pretrain_cache(
@@ -209,26 +404,34 @@ def build_pretrain_cache(
     num_threads: int = -1,
     split_setting: str | None = None,
     check_empty: bool = True,
+    checkpoint: Checkpoint | None = None,
 ) -> dict:
     """One stream of documents (str or PretrainSample) -> train/val shards by the seeded rule; returns meta.
 
     `split_setting` names what sends documents to val in the empty-split message (default
-    `val_doc_prob=<p>`); `check_empty=False` skips that check (a part of a scale-out build)."""
+    `val_doc_prob=<p>`); `check_empty=False` skips that check (a part of a scale-out build).
+    `checkpoint` (pretrain/resume.py) makes the build resumable (module docstring); `texts` must then
+    be re-iterable (a fresh iteration reads from the start) to start afresh from a stale checkpoint."""
     if not 0.0 <= val_doc_prob <= 1.0:
         raise ValueError(f"val_doc_prob must be in [0, 1], got {val_doc_prob}")
     budgets = (max_train_tokens, max_val_tokens)
-    out, writers, meta = _start(out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, val_doc_prob)
+    out, writers, meta = _start(
+        out_dir, tokenizer, budgets, shard_bytes, seed, shuffle_buffer, val_doc_prob, checkpoint
+    )
     meta["split_rule"] = STREAM_SPLIT_RULE.format(p=val_doc_prob)
     source = dict(dataset_name=dataset_name, dataset_config=dataset_config, provenance=provenance)
 
     def fill() -> dict:
-        seen, blank = _read_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, str(out))
+        run = _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, str(out), checkpoint, provenance)
         if check_empty:
-            both = dict.fromkeys(SPLITS, seen), dict.fromkeys(SPLITS, blank)
+            both = dict.fromkeys(SPLITS, run.seen), dict.fromkeys(SPLITS, run.blank)
             _check_filled(writers, *both, source, split_setting or f"val_doc_prob={val_doc_prob}")
-        return {"documents_seen": seen, "skipped_blank": blank}
+        return {"documents_seen": run.seen, "skipped_blank": run.blank}
 
-    return _run(out, writers, fill, meta, source)
+    meta = _run(out, writers, fill, meta, source)
+    if checkpoint is not None:
+        checkpoint.clear()
+    return meta
 
 
 def build_pretrain_cache_presplit(
