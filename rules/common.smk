@@ -5,6 +5,7 @@
 
 import json
 import os
+import shlex
 import sys
 
 from niels_gpt import layout
@@ -25,6 +26,11 @@ TOKENIZER_MODEL = layout.tokenizer_model(CACHE)
 def spec_json(values):
     """One canonical JSON string per job: changing any value in it re-runs exactly that job."""
     return json.dumps(values, sort_keys=True, separators=(",", ":"))
+
+
+# The hub section (retries, timeouts, checkpoints) reaches every job that reads the hub on its command line,
+# not through params: it never changes what is built, so changing it re-runs no job.
+HUB_SETTINGS = "--set " + shlex.quote("hub=" + spec_json(config["hub"]))
 
 
 def config_values(*keys):

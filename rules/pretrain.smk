@@ -45,7 +45,7 @@ rule pretrain:
         f"{CACHE}/benchmarks/pretrain/{{source}}.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --tokenizer {input.model}"
-        " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
 
 
 if PARTED_SOURCES:
@@ -76,7 +76,7 @@ if PARTED_SOURCES:
         shell:
             "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --part {params.index}"
             " --tokenizer {input.model} --out-dir $(dirname {output.meta}) --num-threads {threads}"
-            " --spec {params.spec:q} > {log} 2>&1"
+            " --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
 
     rule pretrain_merge:
         input:

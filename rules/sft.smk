@@ -35,4 +35,4 @@ rule sft:
         f"{CACHE}/benchmarks/sft/{{source}}.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli build-sft --source {wildcards.source} --tokenizer {input.model}"
-        " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"

@@ -40,4 +40,4 @@ rule streams:
         f"{CACHE}/benchmarks/streams/{{source}}.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli build-streams --source {wildcards.source}"
-        " --out-dir $(dirname {output.train}) --spec {params.spec:q} > {log} 2>&1"
+        " --out-dir $(dirname {output.train}) --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"

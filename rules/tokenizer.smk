@@ -39,4 +39,4 @@ rule tokenizer:
         f"{CACHE}/benchmarks/tokenizer.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli build-tokenizer --out-dir $(dirname {output.model})"
-        " --spec {params.spec:q} > {log} 2>&1"
+        " --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
