@@ -62,8 +62,8 @@ class HubSizes:
 
     fineweb_files: int = 3  # files of the CC-MAIN-2024-10 dump (CC-MAIN-2024-18 gets one)
     fineweb_rows: int = 30  # rows per fineweb-edu file
-    wikitext_articles: int = 10  # articles per wikitext-103 train file (two files)
-    wikitext_eval_articles: int = 3  # articles of each validation and test split, and per wikitext-2 file
+    wikitext_articles: int = 10  # articles per wikitext-103-raw-v1 train file (two files)
+    wikitext_eval_articles: int = 3  # articles per file of every other split and config
     dolly_rows: int = 40
     oasst1_trees: int = 12  # train trees; validation gets a tenth (at least 2)
     gutenberg_files: int = 2  # files of the en split (raw) and of the train split (cleaned)
@@ -177,17 +177,21 @@ def _wikitext(folder: Path, sizes: HubSizes) -> Layout:
     layout: Layout = {}
     infos, configs = [], []
     for config in WIKITEXT_CONFIGS:
-        big = config.startswith("wikitext-103")
-        shards = {"test": 1, "train": 2 if big else 1, "validation": 1}
+        shards = {"test": 1, "train": 2 if config.startswith("wikitext-103") else 1, "validation": 1}
         splits, files = {}, []
         for split, n in shards.items():
-            articles = sizes.wikitext_articles if big and split == "train" else sizes.wikitext_eval_articles
+            per_file = (
+                sizes.wikitext_articles if (config, split) == (WIKITEXT_103, "train") else sizes.wikitext_eval_articles
+            )
+            articles = rows.wikitext_articles(sizes.seed, f"{config}:{split}", per_file * n)
             paths = [folder / config / shard_name(split, k, n) for k in range(n)]
-            for path in paths:
-                texts = rows.wikitext_rows(sizes.seed, f"{config}:{path.name}", articles)
-                n_rows, n_bytes = write_parquet(path, ({"text": t} for t in texts), WIKITEXT_SCHEMA)
-                old = splits.get(split, (0, 0))
-                splits[split] = (old[0] + n_rows, old[1] + n_bytes)
+            written = [
+                write_parquet(
+                    p, ({"text": t} for a in itertools.islice(articles, per_file) for t in a), WIKITEXT_SCHEMA
+                )
+                for p in paths
+            ]
+            splits[split] = (sum(r for r, _ in written), sum(b for _, b in written))
             files += paths
             layout.setdefault(config, {})[split] = _rel(folder, paths)
         infos.append({"config_name": config, **dataset_info(WIKITEXT_SCHEMA, splits, files)})

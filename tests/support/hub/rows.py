@@ -2,8 +2,8 @@
 
 The text comes from the sample-data generators (scripts/sample_data: the project's own word lists
 and templates), which write about 1.5 MB of text a second: plenty for the tests, too slow for a
-benchmark of a gigabyte. So the long-text sources keep a pool of the first `POOL` documents the
-generator writes: document i < POOL is the generator's own, and each later one is drawn from the
+benchmark of a gigabyte. So the long-text sources keep a pool of the first documents (`POOL`, `WIKI_POOL`) the
+generator writes: the first ones are the generator's own, and each later one is drawn from the
 pool by a seeded rng (a fineweb page: a pool page's metadata and as many paragraphs as it has, each
 drawn from all pool paragraphs; a wikitext article: a pool article's headings with drawn paragraphs
 and a numbered title), hundreds of MB a second. Chat rows (dolly, oasst1) and books are the
@@ -23,7 +23,8 @@ from scripts.sample_data.message_trees import build_trees
 from scripts.sample_data.sentences import Writer, roman
 from scripts.sample_data.sources import DOLLY_CATEGORIES
 
-POOL = 1_000  # generator-written documents kept for drawing: ~1 s of generation, ~1.7 MB of fineweb text
+POOL = 1_000  # fineweb pages the generator writes before drawing: ~1 s, ~1.7 MB of text
+WIKI_POOL = 200  # wikitext articles the generator writes before drawing: ~1 s
 TREES_PER_BATCH = 200  # oasst1 trees generated at a time (the generator builds a list per call)
 
 
@@ -55,24 +56,23 @@ def fineweb_rows(seed: int, dump: str, n: int) -> Iterator[dict]:
         }
 
 
-def wikitext_rows(seed: int, name: str, n_articles: int) -> Iterator[str]:
-    """The `text` rows of `n_articles` wikitext articles, as wikitext-103-raw stores them (a heading
-    row ` = Title = `, empty rows between blocks, paragraphs ` ... \\n`)."""
+def wikitext_articles(seed: int, name: str, n: int) -> Iterator[list[str]]:
+    """`n` wikitext articles, each the list of its `text` rows as wikitext-103-raw stores them (a
+    heading row ` = Title = `, empty rows between blocks, paragraphs ` ... \n`)."""
     w = writer(seed, f"wikitext:{name}")
     pool: list[list[str]] = []
     paragraphs: list[str] = []
-    for i in range(n_articles):
-        if i < POOL:
+    for i in range(n):
+        if i < WIKI_POOL:
             rows = documents.wiki_article(w)
             pool.append(rows)
             paragraphs += [r for r in rows if r.startswith(" ") and not r.startswith(" = ")]
-            yield from rows
+            yield rows
             continue
         base = pool[w.rng.randrange(len(pool))]
         title = base[1].strip().strip("=").strip()
-        yield from ["", f" = {title} {roman(i // POOL + 1)} = \n"]
-        for row in base[2:]:
-            yield w.pick(paragraphs) if row.startswith(" ") and not row.startswith(" = ") else row
+        body = [w.pick(paragraphs) if r.startswith(" ") and not r.startswith(" = ") else r for r in base[2:]]
+        yield ["", f" = {title} {roman(i // WIKI_POOL + 1)} = \n", *body]
 
 
 def book_rows(seed: int, name: str, n: int, chars: int, *, raw: bool) -> Iterator[dict]:
