@@ -17,8 +17,9 @@ request. Path patterns for the calls `datasets` makes are below (`REVISION_INFO`
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
+
+from tests.support.hub.locked import LockedList
 
 # Path patterns of the hub calls, for Fault(path=...)
 REVISION_INFO = r"^/api/datasets/[^/]+/[^/]+/revision/"  # HfFileSystem's existence check, every load
@@ -90,35 +91,17 @@ def stall(
     return Fault("stall", path, method, count, seconds=seconds, after_bytes=after_bytes)
 
 
-class Faults:
-    """The faults a server injects; add, clear and take are thread-safe."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._faults: list[Fault] = []
+class Faults(LockedList[Fault]):
+    """The faults a server injects (`add`, `clear`, `take`: thread-safe)."""
 
     def add(self, fault: Fault) -> Fault:
-        with self._lock:
-            self._faults.append(fault)
-        return fault
-
-    def clear(self) -> None:
-        with self._lock:
-            self._faults.clear()
+        return self.append(fault)
 
     def take(self, method: str, path: str) -> Fault | None:
         """The first fault with hits left that matches, its `hits` counted; None if none does."""
         with self._lock:
-            for fault in self._faults:
+            for fault in self._items:
                 if fault.hits < fault.count and fault.matches(method, path):
                     fault.hits += 1
                     return fault
         return None
-
-    def __iter__(self):
-        with self._lock:
-            return iter(list(self._faults))
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._faults)

@@ -44,6 +44,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from tests.support.hub.faults import Fault, Faults
+from tests.support.hub.locked import LockedList
 
 LFS_SUFFIXES = (".parquet", ".jsonl", ".json.gz", ".jsonl.gz", ".arrow")  # served like LFS files
 CHUNK = 1 << 20  # bytes read from disk and written per send of a file body
@@ -188,31 +189,8 @@ class Request:
     time: float = 0.0
 
 
-class RequestLog:
-    """The requests received so far, in the order they arrived; thread-safe."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._entries: list[Request] = []
-
-    def append(self, entry: Request) -> None:
-        with self._lock:
-            self._entries.append(entry)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def snapshot(self) -> list[Request]:
-        with self._lock:
-            return list(self._entries)
-
-    def __iter__(self):
-        return iter(self.snapshot())
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+class RequestLog(LockedList[Request]):
+    """The requests received so far, in the order they arrived (thread-safe)."""
 
     def matching(self, path: str | None = None, method: str | None = None) -> list[Request]:
         """The requests whose path matches the regex `path` (searched) and whose method is `method`."""
