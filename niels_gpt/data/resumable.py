@@ -378,13 +378,13 @@ class ShuffledStream:
         return f"hub dataset {self.read.dataset_id!r}{config}"
 
     def _unavailable(self, exc: BaseException, tries: int, waited: float) -> StreamUnavailable:
-        retries = self.retries + tries - 1
+        retries = self.retries  # the tries after the first of every failed read so far
         return StreamUnavailable(
             f"{self._what()}: a read of the stream failed {tries} time{'s' if tries != 1 else ''} in a row "
             f"({retries} retr{'ies' if retries != 1 else 'y'} in all, the last after {waited:.0f} s of waiting; "
             f"last error: {type(exc).__name__}: {retry.short(exc)}); {self.yielded:,} rows read so far",
             rows_read=self.yielded,
-            retries=self.retries + tries - 1,
+            retries=retries,
         )
 
     def close(self) -> None:
