@@ -1,0 +1,442 @@
+"""The default run at full size against a loopback hub: per-rule wall times, the pretrain build against
+the tokenizer's limit, peak RSS, disk, and HTTP bytes fetched against the bytes tokenized.
+
+Data: `tests.support.hub.write_hub_repos` writes every repository the config names, in its real layout,
+at `--scale` of full size (FULL below: fineweb-edu text for the default budgets of 200 M + 5 M tokens,
+wikitext-103-sized splits, dolly-15k and oasst1-sized chat data) into `--out`/hub-<scale>/, once: a
+later run with the same sizes reuses it. Roam notes: the bundled sample notes, copied to `.roam-data`.
+
+Run: a fresh work folder (the repository's Snakefile, rules, profiles, config.yaml and data linked in),
+a fresh HF_HOME, HF_ENDPOINT at the hub (`hub_env`), then `snakemake -j2 cache/all`: the default
+config, no demo, default budgets (at a scale below 1 the fineweb budgets shrink with the data). A
+sampler thread records the load average and the summed RSS of the whole process tree every second.
+Reported: each rule's wall time, CPU time and peak RSS (Snakemake's benchmark files,
+cache/benchmarks/), the run's wall time and summed peak RSS, disk used (the caches, HF_HOME, the hub's
+files), and the HTTP requests and body bytes the hub sent per repository, against the bytes of the
+rows the pretrain build tokenized.
+
+Limit: the fineweb_edu rule's tokens per second (its train + val tokens over the rule's wall time)
+against a `Pool(2)` that only counts tokens (benchmarks/encode_limit.py), run afterwards in this process
+on the same text (the build's documents_seen rows, read from the parquet files in file order) with
+the tokenizer the run trained. Then `compare` (benchmarks/encode_limit.py): `build_pretrain_cache`
+in this process against the same pool, interleaved, medians, on the first `--compare-chars` of that
+text (the harness of the build's before/after figures).
+
+    python -m benchmarks.bench_full_build [--scale 1.0] [--out benchmarks/out/full_build] \\
+        [--rounds 5] [--compare-chars 100000000] [--skip-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import multiprocessing
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from benchmarks.encode_limit import _pool_count, _pool_init, compare, descendants, with_workers_cpu
+from niels_gpt.pretrain import encode as batch_encode
+from niels_gpt.pretrain import writer as pretrain_writer
+from niels_gpt.tokenizer import SentencePieceTokenizer
+from tests.support.hub import HubServer, HubSizes, hub_env, write_hub_repos
+
+REPO = Path(__file__).resolve().parents[1]
+LINKED = ("Snakefile", "rules", "profiles", "config.yaml", "data")  # what a run needs of the repository
+FINEWEB_REPO = "HuggingFaceFW/fineweb-edu"
+# Full size. fineweb-edu: 12 files of 56,000 rows of ~1,710 chars (1.15 GB of text): the default budgets
+# (205 M tokens) at up to 5.6 chars per token. wikitext-103: 2 train files of 60,000 articles of ~4,500
+# chars (~540 MB, as the real train split), 60 articles in validation and test (as the real ones). dolly:
+# 15,011 rows; oasst1: 10,000 train trees of ~7.6 messages (~76 k) and 1,000 validation trees.
+FULL = HubSizes(
+    fineweb_files=12,
+    fineweb_rows=56_000,
+    wikitext_articles=60_000,
+    wikitext_eval_articles=60,
+    dolly_rows=15_011,
+    oasst1_trees=10_000,
+    gutenberg_files=1,
+    gutenberg_books=1,
+)
+DEFAULT_BUDGETS = (200_000_000, 5_000_000)  # sources.fineweb_edu.max_train_tokens / max_val_tokens
+
+
+def scaled_sizes(scale: float) -> HubSizes:
+    """FULL with every count of rows, articles and trees times `scale` (files kept, at least 1 row)."""
+    counts = ("fineweb_rows", "wikitext_articles", "dolly_rows", "oasst1_trees")
+    return dataclasses.replace(FULL, **{k: max(1, round(getattr(FULL, k) * scale)) for k in counts})
+
+
+def hub_data(out: Path, scale: float) -> Path:
+    """The hub's repositories at `scale` under out/hub-<scale>/, written unless already there."""
+    sizes = dataclasses.asdict(scaled_sizes(scale))
+    root = out / f"hub-{scale:g}"
+    stamp = root / "sizes.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == sizes:
+        print(f"hub data: reusing {root}")
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    start = time.perf_counter()
+    write_hub_repos(root / "repos", HubSizes(**sizes))
+    stamp.write_text(json.dumps(sizes))
+    print(f"hub data: wrote {du(root) / 1e6:,.0f} MB under {root} in {time.perf_counter() - start:.0f} s")
+    return root
+
+
+def du(path: Path) -> int:
+    """Bytes of the files under `path` (links not followed)."""
+    if not path.exists():
+        return 0
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def work_folder(out: Path, scale: float) -> Path:
+    """A fresh folder to run the workflow in: the repository's workflow files linked, roam notes copied."""
+    work = out / f"run-{scale:g}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for name in LINKED:
+        (work / name).symlink_to(REPO / name)
+    shutil.copytree(REPO / "data" / "sample" / "roam", work / ".roam-data")
+    return work
+
+
+class Sampler(threading.Thread):
+    """Every second until stopped: the load average and the summed RSS of `pid` and its descendants."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.load, self.rss = pid, [], []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            self.load.append(os.getloadavg()[0])
+            total = 0
+            for pid in [self.pid, *descendants(self.pid)]:
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+            self.rss.append(total * 1024)
+
+
+def others_running(exclude: set[int] = frozenset()) -> list[str]:
+    """Commands of the other busy processes on the machine (what shares the cores), this one and
+    `exclude` left out."""
+    ps = subprocess.run(["ps", "-eo", "pid,pcpu,args", "--sort=-pcpu"], capture_output=True, text=True).stdout
+    busy = []
+    for line in ps.splitlines()[1:]:
+        pid, cpu, args = line.split(None, 2)
+        if float(cpu) >= 5 and int(pid) != os.getpid() and int(pid) not in exclude and not args.startswith("ps "):
+            busy.append(f"{float(cpu):.0f}% {args[:100]}")
+    return busy[:8]
+
+
+def run_workflow(work: Path, root: Path, scale: float) -> dict:
+    """`snakemake -j2 cache/all` in `work` against a HubServer over `root`; returns what was measured."""
+    config = []
+    if scale < 1:
+        train, val = (round(b * scale) for b in DEFAULT_BUDGETS)
+        config = ["--config", f"sources={{fineweb_edu: {{max_train_tokens: {train}, max_val_tokens: {val}}}}}"]
+    cmd = [sys.executable, "-m", "snakemake", "-j2", "cache/all", *config]
+    print("running:", " ".join(cmd), f"(in {work})")
+    print("busy before:", *others_running(), sep="\n  ")
+    with HubServer(root / "repos") as hub:
+        env = hub_env(hub, work / "hf_home")
+        cpu_before = time.process_time()
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, cwd=work, env=env, stdout=open(work / "snakemake.log", "w"), stderr=subprocess.STDOUT
+        )
+        sampler = Sampler(proc.pid)
+        sampler.start()
+        busy_during = []
+        while proc.poll() is None:
+            time.sleep(5)
+            busy_during.append(others_running({proc.pid, *descendants(proc.pid)}))
+        wall = time.perf_counter() - start
+        sampler.done.set()
+        sampler.join()
+        server_cpu = time.process_time() - cpu_before
+        requests = hub.requests.snapshot()
+    if proc.returncode:
+        print((work / "snakemake.log").read_text()[-3000:])
+        raise SystemExit(f"snakemake failed ({proc.returncode}): see {work / 'snakemake.log'}")
+    seen = sorted({b.split(" ", 1)[1] for snapshot in busy_during for b in snapshot})
+    return {
+        "wall_s": wall,
+        "peak_rss_sum": max(sampler.rss, default=0),
+        "load": sampler.load,
+        "server_cpu_s": server_cpu,
+        "requests": [dataclasses.asdict(r) for r in requests],
+        "others": seen[:12],
+    }
+
+
+def rule_times(work: Path) -> list[dict]:
+    """Snakemake's benchmark rows (cache/benchmarks/**/*.tsv): wall s, CPU s, max RSS / PSS MB per job."""
+    rows = []
+    for tsv in sorted((work / "cache" / "benchmarks").rglob("*.tsv")):
+        with open(tsv) as f:
+            (row,) = list(csv.DictReader(f, delimiter="\t"))
+        rows.append(
+            {
+                "job": tsv.relative_to(work / "cache" / "benchmarks").with_suffix("").as_posix(),
+                "s": float(row["s"]),
+                "cpu_s": float(row.get("cpu_time") or 0),
+                "max_rss_mb": float(row["max_rss"]) if row["max_rss"] not in ("", "NA", "-") else 0.0,
+                "max_pss_mb": float(row["max_pss"]) if row.get("max_pss") not in (None, "", "NA", "-") else 0.0,
+            }
+        )
+    return rows
+
+
+def http_summary(requests: list[dict], tokenizer_done: float) -> dict[str, dict]:
+    """{repo (and, for requests sent while the tokenizer job ran, "repo, tokenizer sample"): {requests,
+    data requests, bytes sent, data bytes sent}} from the hub's request log."""
+    out: dict[str, dict] = {}
+    for r in requests:
+        parts = r["path"].split("?")[0].split("/")
+        repo = "/".join(parts[2:4]) if parts[1] == "datasets" else "/".join(parts[3:5])
+        if r["time"] < tokenizer_done:
+            repo += ", tokenizer sample"
+        entry = out.setdefault(repo, {"requests": 0, "data_requests": 0, "bytes": 0, "data_bytes": 0})
+        entry["requests"] += 1
+        entry["bytes"] += r["bytes_sent"]
+        if r["path"].split("?")[0].endswith((".parquet", ".jsonl")):
+            entry["data_requests"] += 1
+            entry["data_bytes"] += r["bytes_sent"]
+    return out
+
+
+def fineweb_files(root: Path) -> list[Path]:
+    return sorted((root / "repos" / FINEWEB_REPO / "data" / "CC-MAIN-2024-10").glob("*.parquet"))
+
+
+def fineweb_texts(root: Path, n_docs: int | None = None, n_chars: int | None = None) -> list[str]:
+    """The first `n_docs` texts (or up to `n_chars` characters) of the fineweb-edu files, in file order."""
+    import pyarrow.parquet as pq
+
+    texts, chars = [], 0
+    for path in fineweb_files(root):
+        for batch in pq.ParquetFile(path).iter_batches(columns=["text"], batch_size=10_000):
+            for text in batch.column(0).to_pylist():
+                texts.append(text)
+                chars += len(text)
+                if (n_docs is not None and len(texts) >= n_docs) or (n_chars is not None and chars >= n_chars):
+                    return texts
+    return texts
+
+
+def rows_read(root: Path, documents: int) -> dict:
+    """What `documents` fineweb-edu rows weigh: their share of the files' rows times the files' bytes, and
+    their text's UTF-8 bytes (the mean over every row times `documents`)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    rows = file_bytes = text_bytes = 0
+    for path in fineweb_files(root):
+        table = pq.read_table(path, columns=["text"])
+        rows += table.num_rows
+        file_bytes += path.stat().st_size
+        text_bytes += pc.sum(pc.binary_length(table.column(0).cast("binary"))).as_py()
+    return {
+        "rows": rows,
+        "file_bytes": file_bytes,
+        "rows_read": documents,
+        "parquet_bytes_of_rows_read": file_bytes * documents / rows,
+        "text_bytes_of_rows_read": text_bytes * documents / rows,
+    }
+
+
+def pool_count_rate(tok, batches: list[list[str]], workers: int, passes: int) -> tuple[list[float], int]:
+    """([wall seconds of each pass], tokens) of a Pool(workers) that only counts tokens, started before the clock."""
+    with multiprocessing.Pool(workers, initializer=_pool_init, initargs=(tok.model_path,)) as pool:
+        seconds = []
+        for _ in range(passes):
+            start = time.perf_counter()
+            n = sum(pool.imap(_pool_count, batches))
+            seconds.append(time.perf_counter() - start)
+        return seconds, n
+
+
+START_BUILD = """
+import sys
+from niels_gpt.pretrain.writer import build_pretrain_cache
+from niels_gpt.tokenizer import SentencePieceTokenizer
+build_pretrain_cache(["One short document."], sys.argv[2], tokenizer=SentencePieceTokenizer(sys.argv[1]),
+    max_train_tokens=None, max_val_tokens=None, seed=42, shuffle_buffer=None, num_threads=2, check_empty=False)
+print("torch" in sys.modules)
+"""
+START_POOL = """
+import sys
+from multiprocessing import Pool
+from benchmarks.encode_limit import _pool_count, _pool_init
+if __name__ == "__main__":
+    with Pool(2, initializer=_pool_init, initargs=(sys.argv[1],)) as pool:
+        print(sum(pool.imap(_pool_count, [["One short document."]] * 2)))
+"""
+
+
+def fixed_start(tok, out: Path, rounds: int = 5) -> None:
+    """Median wall seconds of a fresh process that builds a one-document cache (imports, tokenizer, workers,
+    shards, meta.json) against one that starts a Pool(2), counts two one-document batches and stops:
+    what every build pays once before and after its tokens."""
+    times: dict[str, list[float]] = {"build": [], "Pool(2)": []}
+    torch_imported = None
+    for _ in range(rounds):
+        for name, code in (("build", START_BUILD), ("Pool(2)", START_POOL)):
+            script = out / f"start_{name[:5]}.py"
+            script.write_text(code)
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, str(script), tok.model_path, str(out / "start_build")],
+                cwd=out,
+                env={
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)])),
+                },
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            times[name].append(time.perf_counter() - start)
+            if name == "build":
+                torch_imported = done.stdout.split()[-1]
+    print(
+        "fixed start, a fresh process (median of {}): build of one document {:.2f} s (torch imported: {}); "
+        "Pool(2) start, two one-document batches, stop {:.2f} s".format(
+            rounds, statistics.median(times["build"]), torch_imported, statistics.median(times["Pool(2)"])
+        )
+    )
+
+
+def build_in_process(tok, docs: list[str], out: Path, workers: int) -> None:
+    pretrain_writer.build_pretrain_cache(
+        docs,
+        str(out),
+        tokenizer=tok,
+        max_train_tokens=None,
+        max_val_tokens=None,
+        seed=42,
+        shuffle_buffer=None,
+        val_doc_prob=0.025,
+        num_threads=workers,
+    )
+
+
+def report_run(work: Path, root: Path, measured: dict) -> dict:
+    rules = rule_times(work)
+    print(
+        f"\nsnakemake -j2 cache/all: {measured['wall_s']:.0f} s wall; summed peak RSS of the process tree "
+        f"{measured['peak_rss_sum'] / 2**20:,.0f} MiB; load average min/median/max "
+        f"{min(measured['load'], default=0):.1f}/{statistics.median(measured['load'] or [0]):.1f}/"
+        f"{max(measured['load'], default=0):.1f}; hub server CPU {measured['server_cpu_s']:.0f} s"
+    )
+    print("other busy processes seen:", *(measured["others"] or ["none"]), sep="\n  ")
+    print(f"\n{'job':40s} {'wall s':>8s} {'CPU s':>8s} {'max RSS MB':>11s} {'max PSS MB':>11s}")
+    for r in rules:
+        print(f"{r['job']:40s} {r['s']:8.1f} {r['cpu_s']:8.1f} {r['max_rss_mb']:11.0f} {r['max_pss_mb']:11.0f}")
+    disk = {
+        "cache": du(work / "cache"),
+        "hf_home": du(work / "hf_home"),
+        "hub files": du(root / "repos"),
+    }
+    print("\ndisk:", ", ".join(f"{k} {v / 1e6:,.0f} MB" for k, v in disk.items()))
+    tokenizer_done = (work / "cache" / "benchmarks" / "tokenizer.tsv").stat().st_mtime
+    http = http_summary(measured["requests"], tokenizer_done)
+    print("\nHTTP, per repository: requests (data files), body bytes sent (data files)")
+    for repo, h in sorted(http.items()):
+        print(
+            f"  {repo:54s} {h['requests']:6d} ({h['data_requests']:5d}) {h['bytes'] / 1e6:12,.1f} MB "
+            f"({h['data_bytes'] / 1e6:,.1f} MB)"
+        )
+    meta = json.loads((work / "cache" / "pretrain" / "fineweb_edu" / "meta.json").read_text())
+    read = rows_read(root, meta["documents_seen"])
+    fetched = http.get(FINEWEB_REPO, {}).get("data_bytes", 0)
+    print(
+        f"fineweb-edu: {read['rows_read']:,} of {read['rows']:,} rows tokenized: "
+        f"~{read['parquet_bytes_of_rows_read'] / 1e6:,.0f} MB of parquet "
+        f"(~{read['text_bytes_of_rows_read'] / 1e6:,.0f} MB of text) of {read['file_bytes'] / 1e6:,.0f} MB; "
+        f"fetched {fetched / 1e6:,.0f} MB = {fetched / read['parquet_bytes_of_rows_read']:.2f}x the parquet "
+        f"bytes of the rows tokenized, {fetched / read['file_bytes']:.2f}x the files"
+    )
+    return {"rules": rules, "disk": disk, "http": http, "fineweb_meta": meta, "fineweb_read": read}
+
+
+def report_limit(work: Path, root: Path, result: dict, workers: int) -> None:
+    """The fineweb_edu rule's tokens/s against a Pool(2) count over the same documents."""
+    meta = result["fineweb_meta"]
+    tok = SentencePieceTokenizer(work / "cache" / "tokenizer" / "spm.model")
+    docs = fineweb_texts(root, n_docs=meta["documents_seen"])
+    batches = list(batch_encode.text_batches(docs, lambda: float("inf")))
+    seconds, n_tokens = pool_count_rate(tok, batches, workers, passes=3)
+    tokens = meta["train_tokens"] + meta["val_tokens"]
+    (rule,) = [r for r in result["rules"] if r["job"] == "pretrain/fineweb_edu"]
+    build_rate, pool_rate = tokens / rule["s"], n_tokens / statistics.median(seconds)
+    print(
+        f"\nfineweb_edu rule: {tokens:,} tokens in {rule['s']:.1f} s = {build_rate / 1e6:.2f} M tok/s; "
+        f"Pool({workers}) count on the same {len(docs):,} documents ({n_tokens:,} tokens): "
+        f"{', '.join(f'{s:.1f}' for s in seconds)} s, median {pool_rate / 1e6:.2f} M tok/s; "
+        f"ratio {build_rate / pool_rate:.2f}"
+    )
+
+
+def report_compare(work: Path, root: Path, rounds: int, compare_chars: int, workers: int) -> None:
+    """The fixed start, and build_pretrain_cache in this process against the tokenizer's limit, interleaved."""
+    import niels_gpt
+
+    tok = SentencePieceTokenizer(work / "cache" / "tokenizer" / "spm.model")
+    print(f"\nniels_gpt from {Path(niels_gpt.__file__).parent}")
+    fixed_start(tok, work)
+    docs = fineweb_texts(root, n_chars=compare_chars)
+    batches = list(batch_encode.text_batches(docs, lambda: float("inf")))
+    n_tokens = sum(len(ids) for b in batches for ids in tok.encode_batch(b, num_threads=workers))
+    print(f"in-process build vs the tokenizer's limit on {sum(map(len, docs)):,} chars, {n_tokens:,} tokens:")
+    out = work / "compare_build"
+    build = with_workers_cpu(lambda: build_in_process(tok, docs, out, workers))
+    compare(tok, batches, n_tokens, {"build": build}, rounds, workers)
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of full size (0.01: a quick check)")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out" / "full_build", help="data and runs")
+    ap.add_argument("--rounds", type=int, default=5, help="counted rounds of the in-process comparison")
+    ap.add_argument("--compare-chars", type=int, default=100_000_000, help="text for the in-process comparison")
+    ap.add_argument("--workers", type=int, default=2, help="the pretrain rule's threads")
+    ap.add_argument("--skip-run", action="store_true", help="report the last run at this scale again")
+    ap.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="only the fixed start and the in-process comparison, with the last run's tokenizer (run it with "
+        "PYTHONPATH=<an older checkout> to measure that niels_gpt with the same harness and text)",
+    )
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    root = hub_data(args.out, args.scale)
+    work = args.out / f"run-{args.scale:g}"
+    if not args.compare_only:
+        if args.skip_run:
+            measured = json.loads((work / "measured.json").read_text())
+        else:
+            work = work_folder(args.out, args.scale)
+            measured = run_workflow(work, root, args.scale)
+            (work / "measured.json").write_text(json.dumps(measured))
+        result = report_run(work, root, measured)
+        report_limit(work, root, result, args.workers)
+    report_compare(work, root, args.rounds, args.compare_chars, args.workers)
+
+
+if __name__ == "__main__":
+    main()
