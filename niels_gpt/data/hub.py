@@ -47,6 +47,7 @@ _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f
 _CACHE_PATH_REVISION = re.compile(r"/(?P<sha>[0-9a-f]{40})/[^/]+\.arrow$")
 
 ROW_BATCH = 1024  # rows fetched per Arrow take when reading a prepared dataset in shuffled order
+LISTED_NAMES = 40  # configs / splits named in an error line (fineweb-edu has one config per crawl: ~100)
 
 DEMO_HINT = "offline? run with `--config demo=true` (Snakemake) or `--demo` (CLI) to use the bundled sample data"
 
@@ -153,7 +154,9 @@ class HubDatasetError(ValueError):
 
 
 def _listing(names: Any) -> str:
-    return ", ".join(map(str, names))
+    names = list(map(str, names))
+    more = f" and {len(names) - LISTED_NAMES} more" if len(names) > LISTED_NAMES else ""
+    return ", ".join(names[:LISTED_NAMES]) + more
 
 
 def _what(read: HubRead) -> str:

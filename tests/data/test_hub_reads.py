@@ -97,3 +97,12 @@ def test_a_read_of_what_the_repository_lacks_is_one_error_naming_it_and_what_it_
         open_dataset(read)
     assert str(err.value).startswith(message.format(sha=hub.sha("HuggingFaceFW/fineweb-edu")))
     assert "\n" not in str(err.value)
+
+
+def test_a_long_list_of_configs_is_cut_in_the_error_line(hub, monkeypatch):
+    import datasets
+
+    names = [f"CC-MAIN-{2013 + i // 4}-{i % 4:02d}" for i in range(95)]
+    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda *a, **k: names)
+    with pytest.raises(HubDatasetError, match=r"its configs: CC-MAIN-2013-00, .*, CC-MAIN-2022-03 and 55 more\. Set"):
+        open_dataset(replace(config_read("fineweb_edu"), config="CC-MAIN-1999-01"))
