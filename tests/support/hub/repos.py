@@ -58,7 +58,7 @@ Layout = dict[str, dict[str, list[str]]]  # config -> split -> files
 
 @dataclass(frozen=True)
 class HubSizes:
-    """How much each repository holds. The defaults: a test hub of about 2 MB, written in ~2 s."""
+    """How much each repository holds. The defaults: a test hub of under 1 MB, written in a second or two."""
 
     fineweb_files: int = 3  # files of the CC-MAIN-2024-10 dump (CC-MAIN-2024-18 gets one)
     fineweb_rows: int = 30  # rows per fineweb-edu file

@@ -6,7 +6,7 @@ benchmark of a gigabyte. So the long-text sources keep a pool of the first docum
 generator writes: the first ones are the generator's own, and each later one is drawn from the
 pool by a seeded rng (a fineweb page: a pool page's metadata and as many paragraphs as it has, each
 drawn from all pool paragraphs; a wikitext article: a pool article's headings with drawn paragraphs
-and a numbered title), hundreds of MB a second. Chat rows (dolly, oasst1) and books are the
+and a numbered title), as fast as the rows can be written out. Chat rows (dolly, oasst1) and books are the
 generators' own at any size. Every iterator is a pure function of its arguments.
 """
 
