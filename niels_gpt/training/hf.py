@@ -30,6 +30,7 @@ transformers is not imported here: the package imports without it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from importlib import metadata
 
@@ -48,11 +49,19 @@ def additive_block_mask(segment_ids: torch.Tensor, dtype: torch.dtype = torch.fl
     return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, torch.finfo(dtype).min)
 
 
+@functools.lru_cache(maxsize=1)
+def transformers_version() -> str | None:
+    """The installed transformers version, None without it; looked up once (a lookup costs about 1 ms)."""
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _check_position_ids_packing() -> None:
     """Refuse a transformers too old to split packed rows by position_ids (it would attend across them)."""
-    try:
-        version = metadata.version("transformers")
-    except metadata.PackageNotFoundError:
+    version = transformers_version()
+    if version is None:
         return
     if tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) < PACKED_POSITION_IDS_SINCE:
         raise ValueError(

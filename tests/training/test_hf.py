@@ -175,7 +175,7 @@ def test_hf_inputs_names_what_a_batch_lacks_and_the_mask_choices(rows):
 
 
 def test_position_ids_packing_refuses_a_transformers_that_cannot_split_rows(rows, monkeypatch):
-    monkeypatch.setattr(hf.metadata, "version", lambda name: "4.53.2")
+    monkeypatch.setattr(hf, "transformers_version", lambda: "4.53.2")
     with pytest.raises(ValueError, match="transformers 4.53.2 does not split packed rows.*packed_mask='4d'"):
         hf_inputs(rows["packed SFT"])
     assert "attention_mask" in hf_inputs(rows["packed SFT"], packed_mask="4d")
