@@ -114,9 +114,18 @@ class _Group:
             need -= part.num_rows
             parts.append(part)
             if self._left is None:  # learn now whether the file ended, so a position never points at its end
-                self._left = self._next_raw()
+                self._left = self._look_ahead()
         end = _Pos(self._file, self._row, self._file >= len(self.files))
         return (pa.concat_tables(parts) if parts else None), end
+
+    def _look_ahead(self):
+        """`_next_raw()` for a table that is not needed yet: a read error is left to the next fetch (which
+        re-opens the file at the cursor), so the rows already taken are delivered."""
+        try:
+            return self._next_raw()
+        except Exception:
+            self._tables = None
+            return None
 
     def _next_raw(self):
         """The next non-empty table of the current file, moving to the next file at its end; None at the group's end."""
