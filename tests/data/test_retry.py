@@ -231,7 +231,7 @@ def test_a_request_sent_without_a_timeout_gets_the_policys(silent_server):
 
     retry._installed_timeout.clear()
     try:
-        retry.install_request_timeout(0.3)
+        retry.prepare(RetryPolicy(request_timeout_s=0.3))
         start = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
             get_session().get(f"{silent_server}/api/datasets/org/name/tree/main", timeout=None)
