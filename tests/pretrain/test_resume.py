@@ -48,20 +48,23 @@ def stream_files(tmp_path_factory) -> str:
     return f"{folder}/*.parquet"
 
 
-def config(files: str, **fineweb) -> dict:
-    source = {
-        "demo_data_files": {"train": files},
+def config(files: str, source: str = "fineweb_edu", split: str = "train", **settings) -> dict:
+    """A demo config reading `files` as `split` of `source`: small budgets, shards and checkpoints, no retries."""
+    section = {
+        "enabled": True,
+        "split": split,
+        "demo_data_files": {split: files},
         "shuffle_buffer": 60,
         "max_train_tokens": 12_000,
         "max_val_tokens": 1_500,
         "val_doc_prob": 0.1,
-        **fineweb,
+        **settings,
     }
     return prepare_config(
         {
             "demo": True,
             "pretrain": {"shard_bytes": 2_000},
-            "sources": {"fineweb_edu": source},
+            "sources": {source: section},
             "hub": {"attempts": 1, "backoff_s": 0, "checkpoint_tokens": 1_000},
         }
     )
@@ -255,23 +258,8 @@ def test_the_loaders_cleaning_counts_survive_a_resume(tmp_path, tiny_tokenizer_p
     start, end = "*** START OF THE PROJECT GUTENBERG EBOOK X ***", "*** END OF THE PROJECT GUTENBERG EBOOK X ***"
     books = [raw_gutenberg_book(b, start, end) for b in tiny_corpus(300, seed=4)]
     path = write_parquet(tmp_path / "en-00000-of-00001.parquet", {"id": [str(i) for i in range(300)], "text": books})
-    gutenberg = {
-        "enabled": True,
-        "dataset_id": "manu/project_gutenberg",
-        "split": "en",
-        "demo_data_files": {"en": str(path)},
-        "shuffle_buffer": 50,
-        "max_train_tokens": 6_000,
-        "max_val_tokens": 800,
-        "val_doc_prob": 0.1,
-    }
-    cfg = prepare_config(
-        {
-            "demo": True,
-            "pretrain": {"shard_bytes": 2_000},
-            "sources": {"gutenberg": gutenberg},
-            "hub": {"attempts": 1, "backoff_s": 0, "checkpoint_tokens": 1_000},
-        }
+    cfg = config(
+        str(path), "gutenberg", "en", dataset_id="manu/project_gutenberg", shuffle_buffer=50, max_train_tokens=6_000
     )
     reference = build(cfg, tmp_path / "reference", tiny_tokenizer_path, source="gutenberg")
     assert reference["cleaning"]["boilerplate_books_stripped"] > 40
