@@ -40,8 +40,10 @@ the position is saved: the writers, documents seen / blank, the split rule's gen
 cleaning counts, the stream's position (data/resumable.py: the rows read but not yet used included).
 A hub failure that outlasts the retries ends the reading the same way, is saved, and stops the build
 with one message (the dataset, documents and tokens read, the retries); a rerun loads the checkpoint
-and continues byte-identically. Reading is split into these stretches in every resumable build, so a
-resumed build and one that never stopped read and write the same things.
+and continues byte-identically. An interrupted build keeps its last checkpoint too; any other error
+(the data's or the config's: a rerun would meet it again) removes the checkpoint folder. Reading is
+split into these stretches in every resumable build, so a resumed build and one that never stopped
+read and write the same things.
 """
 
 from __future__ import annotations
@@ -428,7 +430,12 @@ def build_pretrain_cache(
             _check_filled(writers, *both, source, split_setting or f"val_doc_prob={val_doc_prob}")
         return {"documents_seen": run.seen, "skipped_blank": run.blank}
 
-    meta = _run(out, writers, fill, meta, source)
+    try:
+        meta = _run(out, writers, fill, meta, source)
+    except Exception as e:
+        if checkpoint is not None and not isinstance(e, SourceUnavailableError):
+            checkpoint.clear()  # an error of the data or the config: rerunning the same build cannot continue
+        raise
     if checkpoint is not None:
         checkpoint.clear()
     return meta

@@ -293,3 +293,11 @@ def test_a_disabled_source_drops_a_checkpoint_left_behind(tmp_path, stream_files
     assert (tmp_path / RESUME_DIR).is_dir()
     build(config(stream_files, enabled=False), tmp_path, tiny_tokenizer_path)
     assert not (tmp_path / RESUME_DIR).exists()
+
+
+def test_an_error_of_the_data_removes_the_checkpoint(tmp_path, stream_files, tiny_tokenizer_path):
+    from niels_gpt.pretrain.record import EmptySplitError
+
+    with pytest.raises(EmptySplitError):  # no document goes to val: a rerun would fail the same way
+        build(config(stream_files, val_doc_prob=0.0), tmp_path, tiny_tokenizer_path)
+    assert not (tmp_path / RESUME_DIR).exists() and not list(tmp_path.rglob("shard_*"))
