@@ -31,9 +31,11 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import importlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -273,9 +275,10 @@ START_BUILD = """
 import sys
 from niels_gpt.pretrain.writer import build_pretrain_cache
 from niels_gpt.tokenizer import SentencePieceTokenizer
-build_pretrain_cache(["One short document."], sys.argv[2], tokenizer=SentencePieceTokenizer(sys.argv[1]),
-    max_train_tokens=None, max_val_tokens=None, seed=42, shuffle_buffer=None, num_threads=2, check_empty=False)
-print("torch" in sys.modules)
+if __name__ == "__main__":
+    build_pretrain_cache(["One short document."], sys.argv[2], tokenizer=SentencePieceTokenizer(sys.argv[1]),
+        max_train_tokens=None, max_val_tokens=None, seed=42, shuffle_buffer=None, num_threads=2, check_empty=False)
+    print("torch" in sys.modules)
 """
 START_POOL = """
 import sys
@@ -320,8 +323,8 @@ def fixed_start(tok, out: Path, rounds: int = 5) -> None:
     )
 
 
-def build_in_process(tok, docs: list[str], out: Path, workers: int) -> None:
-    pretrain_writer.build_pretrain_cache(
+def build_in_process(tok, docs: list[str], out: Path, workers: int, writer=pretrain_writer) -> None:
+    writer.build_pretrain_cache(
         docs,
         str(out),
         tokenizer=tok,
@@ -391,20 +394,47 @@ def report_limit(work: Path, root: Path, result: dict, workers: int) -> None:
     )
 
 
-def report_compare(work: Path, root: Path, rounds: int, compare_chars: int, workers: int) -> None:
-    """The fixed start, and build_pretrain_cache in this process against the tokenizer's limit, interleaved."""
-    import niels_gpt
+def package_at(revision: str, out: Path) -> str:
+    """niels_gpt as of git `revision`, importable beside this one as `niels_gpt_<sha>` (its files copied
+    under out/packages/, every `niels_gpt` name in them renamed): the build before a change, timed in
+    the same process and rounds as the build after it."""
+    sha = subprocess.run(["git", "rev-parse", "--short", revision], cwd=REPO, capture_output=True, text=True)
+    name = f"niels_gpt_{sha.stdout.strip()}"
+    dest = out / "packages"
+    if not (dest / name).exists():
+        tmp = dest / f"{name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", revision, "niels_gpt"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+        for py in (tmp / "niels_gpt").rglob("*.py"):
+            py.write_text(re.sub(r"\bniels_gpt\b", name, py.read_text()))
+        (tmp / "niels_gpt").rename(dest / name)
+        tmp.rmdir()
+    sys.path.insert(0, str(dest))
+    return name
 
-    tok = SentencePieceTokenizer(work / "cache" / "tokenizer" / "spm.model")
-    print(f"\nniels_gpt from {Path(niels_gpt.__file__).parent}")
+
+def report_compare(work: Path, root: Path, rounds: int, compare_chars: int, workers: int, before: str | None) -> None:
+    """The fixed start, and build_pretrain_cache in this process against the tokenizer's limit, interleaved
+    (and the build as of git revision `before`, in the same rounds)."""
+    model = work / "cache" / "tokenizer" / "spm.model"
+    tok = SentencePieceTokenizer(model)
     fixed_start(tok, work)
     docs = fineweb_texts(root, n_chars=compare_chars)
     batches = list(batch_encode.text_batches(docs, lambda: float("inf")))
     n_tokens = sum(len(ids) for b in batches for ids in tok.encode_batch(b, num_threads=workers))
     print(f"in-process build vs the tokenizer's limit on {sum(map(len, docs)):,} chars, {n_tokens:,} tokens:")
     out = work / "compare_build"
-    build = with_workers_cpu(lambda: build_in_process(tok, docs, out, workers))
-    compare(tok, batches, n_tokens, {"build": build}, rounds, workers)
+    contenders = {"build": with_workers_cpu(lambda: build_in_process(tok, docs, out, workers))}
+    if before:
+        name = package_at(before, work.parent)
+        old_writer = importlib.import_module(f"{name}.pretrain.writer")
+        old_tok = importlib.import_module(f"{name}.tokenizer").SentencePieceTokenizer(model)
+        contenders[f"build at {before}"] = with_workers_cpu(
+            lambda: build_in_process(old_tok, docs, out, workers, writer=old_writer)
+        )
+    compare(tok, batches, n_tokens, contenders, rounds, workers)
     shutil.rmtree(out, ignore_errors=True)
 
 
@@ -415,12 +445,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="counted rounds of the in-process comparison")
     ap.add_argument("--compare-chars", type=int, default=100_000_000, help="text for the in-process comparison")
     ap.add_argument("--workers", type=int, default=2, help="the pretrain rule's threads")
+    ap.add_argument("--before", default=None, help="also time the build as of this git revision, in the same rounds")
     ap.add_argument("--skip-run", action="store_true", help="report the last run at this scale again")
     ap.add_argument(
         "--compare-only",
         action="store_true",
-        help="only the fixed start and the in-process comparison, with the last run's tokenizer (run it with "
-        "PYTHONPATH=<an older checkout> to measure that niels_gpt with the same harness and text)",
+        help="only the fixed start and the in-process comparison, with the last run's tokenizer",
     )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -435,7 +465,7 @@ def main() -> None:
             (work / "measured.json").write_text(json.dumps(measured))
         result = report_run(work, root, measured)
         report_limit(work, root, result, args.workers)
-    report_compare(work, root, args.rounds, args.compare_chars, args.workers)
+    report_compare(work, root, args.rounds, args.compare_chars, args.workers, args.before)
 
 
 if __name__ == "__main__":
