@@ -164,7 +164,10 @@ def test_command_line_strings_are_coerced_to_the_type_the_schema_asks(given, key
             {"tokenzier": {}},
             "unknown key 'tokenzier' (did you mean 'tokenizer'?); allowed keys here: cache_dir, demo, ",
         ),
-        ({"zzz": 1, "qqq": 2}, "unknown key 'qqq'; unknown key 'zzz'; allowed keys here: cache_dir, demo, hub, leakage, "),
+        (
+            {"zzz": 1, "qqq": 2},
+            "unknown key 'qqq'; unknown key 'zzz'; allowed keys here: cache_dir, demo, hub, leakage, ",
+        ),
         (
             {"streams": {"p_train": {"wiki": 0.5, "roam": 0.5, "books": 0.0}}},
             "key 'streams.p_train': unknown source(s) ['books']; expected some of wiki, roam, primer",
