@@ -196,6 +196,12 @@ class MixedLoader:
                 )
         self.step += batches
 
+    def fresh(self) -> MixedLoader:
+        """A new loader over the same sources and plan, at step 0 (its own position, round robin and cursors)."""
+        return MixedLoader(
+            self.sources, p=self.p, B=self.B, seed=self.seed, rank=self.rank, world_size=self.world_size, mode=self.mode
+        )
+
     def __iter__(self) -> MixedLoader:
         return self
 

@@ -124,16 +124,7 @@ class MixedBatchIterator:
     def __init__(self, dataset: MixedBatches, worker: int, num_workers: int):
         self.dataset, self.worker, self.num_workers = dataset, worker, num_workers
         self.stride = max(num_workers, 1)
-        shared = dataset.loader
-        self.loader = MixedLoader(
-            shared.sources,
-            p=shared.p,
-            B=shared.B,
-            seed=shared.seed,
-            rank=shared.rank,
-            world_size=shared.world_size,
-            mode=shared.mode,
-        )
+        self.loader = dataset.loader.fresh()
         self.loader.skip(worker)
 
     def __iter__(self) -> MixedBatchIterator:

@@ -297,3 +297,12 @@ def test_a_batch_as_a_dict_has_unshifted_labels_and_the_shifted_targets(loader_c
     d = batch.as_dict()
     assert torch.equal(d["input_ids"], batch.x) and torch.equal(d["shift_labels"], batch.y_masked)
     assert torch.equal(d["labels"][:, 1:], batch.y_masked[:, :-1]) and (d["labels"][:, 0] == -100).all()
+
+
+@pytest.mark.parametrize("mode", ["random", "epoch"])
+def test_fresh_is_the_same_plan_from_step_zero_and_moves_on_its_own(loader_caches, mode):
+    used = pretrain(loader_caches, mode=mode)
+    take(used, 11)
+    fresh, straight = used.fresh(), pretrain(loader_caches, mode=mode)
+    assert fresh.fingerprint() == straight.fingerprint() and fresh.state_dict() == straight.state_dict()
+    assert same(next(fresh), next(straight)) and used.step == 11
