@@ -290,51 +290,41 @@ if __name__ == "__main__":
 """
 
 
-def fixed_start(tok, out: Path, rounds: int = 5) -> None:
+def fixed_start(tok, out: Path, packages: dict[str, str], rounds: int = 5) -> None:
     """Median wall seconds of a fresh process that builds a one-document cache (imports, tokenizer, workers,
-    shards, meta.json) against one that starts a Pool(2), counts two one-document batches and stops:
-    what every build pays once before and after its tokens."""
-    times: dict[str, list[float]] = {"build": [], "Pool(2)": []}
-    torch_imported = None
+    shards, meta.json) with each of `packages` ({label: package name}) against one that starts a Pool(2),
+    counts two one-document batches and stops: what every build pays once before and after its tokens."""
+    scripts = {label: START_BUILD.replace("niels_gpt", package) for label, package in packages.items()}
+    scripts["Pool(2)"] = START_POOL
+    times: dict[str, list[float]] = {label: [] for label in scripts}
+    torch_imported = {}
+    path = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO), str(out.parent / "packages")]))
     for _ in range(rounds):
-        for name, code in (("build", START_BUILD), ("Pool(2)", START_POOL)):
-            script = out / f"start_{name[:5]}.py"
+        for label, code in scripts.items():
+            script = out / "start.py"
             script.write_text(code)
             start = time.perf_counter()
             done = subprocess.run(
                 [sys.executable, str(script), tok.model_path, str(out / "start_build")],
                 cwd=out,
-                env={
-                    **os.environ,
-                    "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)])),
-                },
+                env={**os.environ, "PYTHONPATH": path},
                 capture_output=True,
                 text=True,
                 check=True,
             )
-            times[name].append(time.perf_counter() - start)
-            if name == "build":
-                torch_imported = done.stdout.split()[-1]
-    print(
-        "fixed start, a fresh process (median of {}): build of one document {:.2f} s (torch imported: {}); "
-        "Pool(2) start, two one-document batches, stop {:.2f} s".format(
-            rounds, statistics.median(times["build"]), torch_imported, statistics.median(times["Pool(2)"])
-        )
-    )
+            times[label].append(time.perf_counter() - start)
+            torch_imported[label] = done.stdout.split()[-1]
+    print(f"fixed start, a fresh process (median of {rounds}, interleaved):")
+    for label, seconds in times.items():
+        what = "start, two one-document batches, stop" if label == "Pool(2)" else "builds one document"
+        torch = "" if label == "Pool(2)" else f" (torch imported: {torch_imported[label]})"
+        print(f"  {label:16s} {what}: {statistics.median(seconds):.2f} s{torch}")
 
 
 def build_in_process(tok, docs: list[str], out: Path, workers: int, writer=pretrain_writer) -> None:
-    writer.build_pretrain_cache(
-        docs,
-        str(out),
-        tokenizer=tok,
-        max_train_tokens=None,
-        max_val_tokens=None,
-        seed=42,
-        shuffle_buffer=None,
-        val_doc_prob=0.025,
-        num_threads=workers,
-    )
+    """`writer.build_pretrain_cache` of `docs`, no budget: every token written, hashed, split by the rule."""
+    unlimited = {"max_train_tokens": None, "max_val_tokens": None, "shuffle_buffer": None}
+    writer.build_pretrain_cache(docs, str(out), tokenizer=tok, seed=42, num_threads=workers, **unlimited)
 
 
 def report_run(work: Path, root: Path, measured: dict) -> dict:
@@ -420,7 +410,10 @@ def report_compare(work: Path, root: Path, rounds: int, compare_chars: int, work
     (and the build as of git revision `before`, in the same rounds)."""
     model = work / "cache" / "tokenizer" / "spm.model"
     tok = SentencePieceTokenizer(model)
-    fixed_start(tok, work)
+    packages = {"build": "niels_gpt"}
+    if before:
+        packages[f"build at {before}"] = package_at(before, work.parent)
+    fixed_start(tok, work, packages)
     docs = fineweb_texts(root, n_chars=compare_chars)
     batches = list(batch_encode.text_batches(docs, lambda: float("inf")))
     n_tokens = sum(len(ids) for b in batches for ids in tok.encode_batch(b, num_threads=workers))
@@ -428,7 +421,7 @@ def report_compare(work: Path, root: Path, rounds: int, compare_chars: int, work
     out = work / "compare_build"
     contenders = {"build": with_workers_cpu(lambda: build_in_process(tok, docs, out, workers))}
     if before:
-        name = package_at(before, work.parent)
+        name = packages[f"build at {before}"]
         old_writer = importlib.import_module(f"{name}.pretrain.writer")
         old_tok = importlib.import_module(f"{name}.tokenizer").SentencePieceTokenizer(model)
         contenders[f"build at {before}"] = with_workers_cpu(
