@@ -11,6 +11,7 @@ complete. Every meta.json starts with the same header (`header`):
   seed                  the config seed it was built with
   dataset_name          what was read: a hub dataset id, a local file or folder, a source name
   dataset_config        the dataset's config (None when it has none)
+  dataset_revision      the commit of a hub dataset actually read (None for local files and folders)
   tokenizer_sha256      the tokenizer its ids belong to, with its vocab_size, special_token_ids and
   vocab_size, special_token_ids, eot_id   eot_id (all None for byte streams, and when not built)
 
@@ -38,6 +39,7 @@ HEADER = (
     "seed",
     "dataset_name",
     "dataset_config",
+    "dataset_revision",
     *TOKENIZER_FIELDS,
 )
 # What a token cache's meta.json always records: what was read, how it was split, with which seed and tokenizer
@@ -79,6 +81,7 @@ def header(
     tokenizer=None,
     dataset_name: str | None = None,
     dataset_config: str | None = None,
+    dataset_revision: str | None = None,
     built: bool = True,
 ) -> dict:
     """The fields every meta.json starts with (see the module docstring); `tokenizer` as `tokenizer_fields`
@@ -92,6 +95,7 @@ def header(
         "seed": seed,
         "dataset_name": dataset_name,
         "dataset_config": dataset_config,
+        "dataset_revision": dataset_revision,
         **tokenizer_fields(tokenizer),
     }
 

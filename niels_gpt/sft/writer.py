@@ -242,7 +242,9 @@ def build_sft_cache(
             empty_splits = check_splits_filled(splits, source=source, val_frac=val_frac, truncation=truncation)
             staged.commit()  # every file complete: move them into place, then meta.json last
         meta = {
-            **_header(source, dataset_name, dataset_config, seed, tokenizer),
+            **_header(
+                source, dataset_name, dataset_config, seed, tokenizer, revision=(provenance or {}).get("revision")
+            ),
             "split_rule": f"{SPLIT_RULE}; by {split_info['split_by']}",
             "split_by": split_info["split_by"],
             "val_frac": val_frac,
@@ -301,15 +303,18 @@ def write_not_built(
     return meta
 
 
-def _header(source, dataset_name, dataset_config, seed: int, tokenizer, reason: str | None = None) -> dict:
+def _header(
+    source, dataset_name, dataset_config, seed: int, tokenizer, reason: str | None = None, revision: str | None = None
+) -> dict:
     """The common header (`meta.header`, or `meta.not_built` given `reason`) and what every SFT cache
-    adds to it: its source and token dtype."""
+    adds to it: its source and token dtype. `revision`: the hub commit the loader read (its provenance's)."""
     fields = dict(
         format_version=FORMAT_VERSION,
         seed=seed,
         tokenizer=tokenizer,
         dataset_name=dataset_name if dataset_name is not None else source,
         dataset_config=dataset_config,
+        dataset_revision=revision,
     )
     common = header("sft", **fields) if reason is None else not_built("sft", reason=reason, **fields)
     return {**common, "source": source, "token_dtype": TOKEN_DTYPE_NAME}

@@ -33,7 +33,15 @@ def test_the_kinds_are_the_families_of_the_cache_tree():
 
 
 def test_the_header_of_an_artifact_built_with_a_tokenizer(tiny_tokenizer):
-    head = header("sft", format_version=7, seed=3, tokenizer=tiny_tokenizer, dataset_name="d/x", dataset_config="c")
+    head = header(
+        "sft",
+        format_version=7,
+        seed=3,
+        tokenizer=tiny_tokenizer,
+        dataset_name="d/x",
+        dataset_config="c",
+        dataset_revision="0" * 40,
+    )
     assert head == {
         "kind": "sft",
         "format_version": 7,
@@ -41,6 +49,7 @@ def test_the_header_of_an_artifact_built_with_a_tokenizer(tiny_tokenizer):
         "seed": 3,
         "dataset_name": "d/x",
         "dataset_config": "c",
+        "dataset_revision": "0" * 40,
         "tokenizer_sha256": tiny_tokenizer.sha256,
         "vocab_size": tiny_tokenizer.vocab_size,
         "special_token_ids": dict(tiny_tokenizer.special_ids),
@@ -52,7 +61,7 @@ def test_the_header_of_an_artifact_built_with_a_tokenizer(tiny_tokenizer):
 def test_without_a_tokenizer_its_fields_are_none():
     head = header("streams", format_version=1, seed=None)
     assert {k: head[k] for k in TOKENIZER_FIELDS} == dict.fromkeys(TOKENIZER_FIELDS)
-    assert (head["dataset_name"], head["dataset_config"]) == (None, None)
+    assert (head["dataset_name"], head["dataset_config"], head["dataset_revision"]) == (None, None, None)
 
 
 def test_tokenizer_fields_are_copied_from_the_meta_of_an_artifact_built_with_it(tiny_tokenizer):

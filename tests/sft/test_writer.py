@@ -27,6 +27,13 @@ def build(tok, out, chats=CHATS, **kw):
     return build_sft_cache(chats, str(out), tokenizer=tok, **kw)
 
 
+def test_the_hub_commit_the_loader_read_is_the_meta_dataset_revision(tiny_tokenizer, tmp_path):
+    sha = "ab" * 20
+    read = build(tiny_tokenizer, tmp_path / "hub", source="oasst1", provenance={"revision": sha, "local": False})
+    local = build(tiny_tokenizer, tmp_path / "local", source="oasst1", provenance={"revision": None, "local": True})
+    assert (read["dataset_revision"], local["dataset_revision"]) == (sha, None)
+
+
 def test_meta_has_the_header_the_required_fields_and_the_file_hashes(tiny_tokenizer, tmp_path):
     meta = build(tiny_tokenizer, tmp_path, source="dolly15k", t_max=4096, truncation="tail", provenance={"x": 1})
     assert read_meta(str(tmp_path / "meta.json")) == meta
@@ -170,6 +177,7 @@ def test_a_disabled_source_writes_empty_split_files_and_a_meta_that_says_why(tin
         "source": "dolly15k",
         "dataset_name": "d/x",
         "dataset_config": "c",
+        "dataset_revision": None,
         "seed": 3,
         "token_dtype": "uint16-le",
         "tokenizer_sha256": tiny_tokenizer.sha256,

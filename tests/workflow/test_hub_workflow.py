@@ -127,8 +127,7 @@ def test_every_cache_built_from_hub_data_records_the_dataset_and_the_commit(buil
     for rel, repo in HUB_READS.items():
         meta = build.meta(f"{rel}/meta.json")
         assert meta["dataset_name"] == repo, rel
-        revision = meta.get("dataset_revision") or meta["provenance"]["revision"]  # pretrain | sft
-        assert revision == build.shas[repo], rel
+        assert meta["dataset_revision"] == build.shas[repo], rel
     for split in ("train", "val"):
         stream = build.meta(f"streams/wiki_{split}.meta.json")
         assert (stream["dataset_name"], stream["dataset_revision"]) == (WIKITEXT, build.shas[WIKITEXT])
