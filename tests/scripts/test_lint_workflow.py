@@ -54,3 +54,12 @@ def test_any_other_finding_fails_and_is_named(monkeypatch, capsys):
 def test_a_lint_that_did_not_run_fails(monkeypatch, capsys):
     assert _run_with(monkeypatch, 1, "Error in Snakefile: SyntaxError\n") == 1
     assert "snakemake --lint failed to run" in capsys.readouterr().err
+
+
+def test_the_hub_settings_on_the_command_line_are_kept_on_purpose(monkeypatch, capsys):
+    hub = (
+        "Lints for rule pretrain (line 25, rules/pretrain.smk):\n"
+        "    * Shell command directly uses variable HUB_SETTINGS from outside of the rule:\n"
+    )
+    assert _run_with(monkeypatch, 1, LINT_OUTPUT + hub) == 0
+    assert capsys.readouterr().out.startswith("snakemake --lint: 0 finding(s), 3 intentional")
