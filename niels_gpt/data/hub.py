@@ -12,7 +12,8 @@ files, so the offline demo runs the real code path.
 `iter_rows` keeps part k of N (`shard_parts`: `ds.shard(num_shards=N, index=k)`, contiguous, before the
 shuffle; a streamed dataset splits by data file), shuffles (`IterableDataset.shuffle(seed=, buffer_size=)`
 when streaming, `torch.randperm` under a seeded Generator over row indices otherwise) and stops after
-`take` rows.
+`take` rows. A `RowMapper` makes the rows into what its reader wants: a streamed read takes only the
+columns it names and maps whole blocks of rows at once.
 
 Provenance (a JSON-able dict the caller passes in and caches carry): dataset id, config, split,
 streaming, the revision asked for and the revision actually read where `datasets` exposes it (the
@@ -34,7 +35,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
 from niels_gpt.data.retry import RetryPolicy
@@ -375,15 +376,30 @@ def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterato
             yield index, {name: columns[name][j] for name in names}
 
 
+class RowMapper(Protocol):
+    """What a reader makes of a dataset's rows, one at a time (`row`: a dict as datasets hands it out)
+    or a streamed block at once (`block`: resumable.Block), and the columns it needs (`columns`, from
+    the features; None: all). `block(b)` must equal `[row(r) for r in b.rows()]` (the rows of the
+    needed columns), so a stream read either way yields the same."""
+
+    def columns(self, features: Any) -> list[str] | None: ...
+
+    def row(self, row: Mapping) -> Any: ...
+
+    def block(self, block: Any) -> list: ...
+
+
 def _stream_identity(provenance: dict | None) -> dict:
     """What besides the files names a stream's rows: the commit read, local files' sha256."""
     prov = provenance or {}
     return {"revision": prov.get("revision"), "data_files": prov.get("data_files")}
 
 
-def iter_rows(ds: Any, read: HubRead, provenance: dict | None = None) -> Iterator[tuple[int, dict]]:
+def iter_rows(
+    ds: Any, read: HubRead, provenance: dict | None = None, mapper: RowMapper | None = None
+) -> Iterator[tuple[int, Any]]:
     """(index, row) pairs of part `read.part` of `read.num_parts` (`shard_parts`), shuffled if
-    `read.shuffle`, at most `read.take` of them.
+    `read.shuffle`, at most `read.take` of them; with a `mapper`, (index, what it makes of the row).
 
     A streamed dataset is read in the order of `IterableDataset.shuffle(seed=, buffer_size=)` by
     `resumable.ShuffledStream` (a read that fails is retried from where it stopped; a build can save and
@@ -397,14 +413,17 @@ def iter_rows(ds: Any, read: HubRead, provenance: dict | None = None) -> Iterato
     from niels_gpt.data import resumable
 
     ds = shard_parts(ds, read, provenance)
-    if read.shuffle and not isinstance(ds, IterableDataset):
-        rows = _rows_in_order(ds, row_order(len(ds), shuffle=True, seed=read.seed)[: read.take])
-    elif resumable.supports(ds):
-        rows = resumable.stream_rows(ds, read, identity=_stream_identity(provenance))
+    if resumable.supports(ds):
+        rows = resumable.stream_rows(ds, read, _stream_identity(provenance), mapper)
     else:
-        if read.shuffle:
-            ds = ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size)
-        rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
+        if read.shuffle and not isinstance(ds, IterableDataset):
+            rows = _rows_in_order(ds, row_order(len(ds), shuffle=True, seed=read.seed)[: read.take])
+        else:
+            if read.shuffle:
+                ds = ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size)
+            rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
+        if mapper is not None:
+            rows = ((index, mapper.row(row)) for index, row in rows)
     try:
         yield from rows
     except SourceUnavailableError:

@@ -14,6 +14,13 @@ read that fails is re-opened where it stopped instead of at the first row:
    the first n - buffer_size // 2 are yielded and the rest kept; at the end the rest, permuted;
    rng = default_rng(seed). Unshuffled: the files in order as one group, no buffer.
 
+Reading: a plain parquet file (datasets' Parquet builder, no filters, columns or scan options of its own)
+is read here, a row group at a time, by `pyarrow.parquet.ParquetFile` without pre-buffering and without
+Arrow's threads, and cast as the builder casts it; other formats by the builder's own generator.
+`columns` keeps only those columns (a parquet file's other column chunks are not fetched). The rows of
+each block (a table taken from the buffer) are formatted together: as datasets hands them out (dicts),
+or as a `mapper` makes them of the whole block (hub.RowMapper).
+
 A position (`state()`): JSON (per group the file and row reached and whether it is done, the turn, the
 rows yielded, the rng state) and one Arrow table: the rows of the current block not yet yielded, then the
 buffer. A file re-opened at row r starts at the parquet row group holding r (that row group is read
@@ -40,7 +47,7 @@ from niels_gpt.data.hub import HubRead, SourceUnavailableError
 MAX_INPUT_SHARDS = 10  # IterableDataset.shuffle's max_buffer_input_shards default: files read at once
 REPRODUCED_DATASETS = "5.2."  # the datasets release whose shuffle this copies (a test compares the orders)
 UNSHUFFLED_TABLE_ROWS = 1_000  # rows per table of an unshuffled stream (any size gives the same rows)
-STATE_FORMAT = 1  # bump when `state()` changes meaning
+STATE_FORMAT = 2  # bump when `state()` changes meaning (2: the buffer holds only the columns read)
 
 
 class StreamUnavailable(SourceUnavailableError):
@@ -81,12 +88,14 @@ class _Group:
     """Consecutive files read as tables of `size` rows; `pos` is what the stream has consumed, the read
     cursor may be ahead of it (`fetch` runs in a thread, one at a time per group)."""
 
-    def __init__(self, ex_iterable: Any, size: int):
+    def __init__(self, ex_iterable: Any, size: int, columns: list[str] | None = None):
         from datasets.utils.sharding import _split_gen_kwargs
 
         self.generate = ex_iterable.generate_tables_fn
         self.files = _split_gen_kwargs(ex_iterable.kwargs, max_num_jobs=ex_iterable.num_shards)
         self.size = size
+        self.columns = columns
+        self.parquet = _ParquetReader.of(self.generate, columns)
         self.pos = _Pos()
         self.reset()
 
@@ -140,14 +149,12 @@ class _Group:
         return None
 
     def _open(self, k: int, row: int) -> Iterator:
-        kwargs, skip = self.files[k], row
-        if row:
-            groups = _row_groups(self.generate, kwargs)
-            if groups is not None:
-                ids, starts = groups
-                g = max(i for i, s in enumerate(starts) if s <= row)
-                kwargs, skip = {**kwargs, "row_groups_list": [ids[g:]]}, row - starts[g]
-        return _skipped((table for _, table in self.generate(**kwargs)), skip)
+        if self.parquet is not None:
+            return self.parquet.tables(self.files[k], row)
+        tables = (table for _, table in self.generate(**self.files[k]))
+        if self.columns is not None:
+            tables = (table.select([c for c in self.columns if c in table.column_names]) for table in tables)
+        return _skipped(tables, row)
 
 
 def _skipped(tables: Iterator, rows: int) -> Iterator:
@@ -159,47 +166,116 @@ def _skipped(tables: Iterator, rows: int) -> Iterator:
         rows = 0
 
 
-def _row_groups(generate: Any, kwargs: dict) -> tuple[list[int], list[int]] | None:
-    """(row group ids, first row of each) of the one parquet file in `kwargs`, read from its footer with
-    the builder's own `open` (datasets' streaming open of hub files); None if not a plain parquet read."""
-    builder = getattr(generate, "__self__", None)
-    config = getattr(builder, "config", None)
-    if type(builder).__name__ != "Parquet" or getattr(config, "filters", None) is not None:
-        return None
-    import pyarrow.parquet as pq
+class _ParquetReader:
+    """The tables of datasets' Parquet builder, read here: `ParquetFile` without pre-buffering (a row
+    group's column chunks are fetched when it is decoded, not every range of the file at once) and
+    without Arrow's thread pool (decoded in the calling thread: no read is left running when the
+    iteration stops), only `columns`, cast to the builder's features as its `_cast_table` casts."""
 
-    opener = getattr(sys.modules[type(builder).__module__], "open", open)
-    with opener(kwargs["files"][0], "rb") as f:
-        meta = pq.ParquetFile(f).metadata
-    ids = kwargs.get("row_groups_list", [None])[0]
-    ids = list(range(meta.num_row_groups)) if ids is None else list(ids)
-    starts, at = [], 0
-    for i in ids:
-        starts.append(at)
-        at += meta.row_group(i).num_rows
-    return ids, starts
+    def __init__(self, builder: Any, columns: list[str] | None):
+        from datasets import Features
+
+        self.open = getattr(sys.modules[type(builder).__module__], "open", open)  # datasets' streaming open
+        features = builder.info.features
+        if features is not None and columns is not None:
+            features = Features({name: features[name] for name in columns if name in features})
+        self.schema = features.arrow_schema if features is not None else None
+        self.columns = columns
+
+    @classmethod
+    def of(cls, generate: Any, columns: list[str] | None) -> _ParquetReader | None:
+        """A reader for `generate` if it is the Parquet builder's plain read (no filters, columns or
+        scan options set), else None."""
+        from datasets.packaged_modules.parquet.parquet import Parquet
+
+        builder = getattr(generate, "__self__", None)  # a hub dataset's builder is a subclass named after it
+        if not isinstance(builder, Parquet) or getattr(generate, "__name__", None) != "_generate_tables":
+            return None
+        config = builder.config
+        if any(getattr(config, key, None) is not None for key in ("filters", "columns", "fragment_scan_options")):
+            return None
+        return cls(builder, columns)
+
+    def tables(self, kwargs: dict, row: int) -> Iterator:
+        """The tables of the one file in `kwargs` (its `row_groups_list` if any), from row `row` on: the
+        row group holding that row is read and cut, the ones before it are skipped (its footer says
+        where they start)."""
+        import pyarrow.parquet as pq
+        from datasets.table import table_cast
+
+        with self.open(kwargs["files"][0], "rb") as f:
+            parquet = pq.ParquetFile(f, pre_buffer=False)
+            groups = kwargs.get("row_groups_list", [None])[0]
+            for g in range(parquet.num_row_groups) if groups is None else groups:
+                n = parquet.metadata.row_group(g).num_rows
+                if row >= n:
+                    row -= n
+                    continue
+                table = parquet.read_row_group(g, columns=self.columns, use_threads=False)
+                if self.schema is not None:
+                    table = table_cast(table, self.schema)
+                yield table.slice(row) if row else table
+                row = 0
+
+
+class Block:
+    """The rows of one block of a stream: `table` (Arrow, cast to the stream's features) as datasets
+    hands them out, all of them (`rows`, dicts) or one column's values (`column`)."""
+
+    __slots__ = ("table", "_formatter")
+
+    def __init__(self, table: Any, formatter: Any):
+        self.table, self._formatter = table, formatter
+
+    def rows(self) -> list[dict]:
+        batch = self._formatter.format_batch(self.table)
+        names = list(batch)
+        return [{name: batch[name][i] for name in names} for i in range(self.table.num_rows)]
+
+    def column(self, name: str) -> list:
+        return self._formatter.format_column(self.table.select([name]))
+
+
+_END = object()  # the end of a stream, where a row is expected
 
 
 class ShuffledStream:
     """(index, row) of a streamed `ds` read as `read` says (see the module docstring); `state()` saves
-    the position after the rows yielded so far, `start=` (a state) continues from one."""
+    the position after the rows yielded so far, `start=` (a state) continues from one. `columns` (names
+    of `ds`'s features) keeps only those columns; `mapper` (hub.RowMapper) makes the yielded rows of
+    each block (`mapper.block(Block)`) instead of datasets' dicts."""
 
-    def __init__(self, ds: Any, read: HubRead, *, identity: dict | None = None, start: tuple | None = None):
+    def __init__(
+        self,
+        ds: Any,
+        read: HubRead,
+        *,
+        identity: dict | None = None,
+        start: tuple | None = None,
+        columns: list[str] | None = None,
+        mapper: Any = None,
+    ):
         import numpy as np
 
         base = ds._ex_iterable
         self.read, self.policy = read, read.retry
         self.take = read.take
-        self._sleep_at_end = bool(getattr(base, "sleep_on_threads_shutdown", False))
+        self.mapper = mapper
         if read.shuffle:
             source = base.shuffle_data_sources(np.random.default_rng(read.seed))
             n = min(source.num_shards, MAX_INPUT_SHARDS)
             size = max(1, read.shuffle_buffer_size // MAX_INPUT_SHARDS)
-            self.groups = [_Group(source.shard_data_sources(n, i), size) for i in range(n)]
+            self.groups = [_Group(source.shard_data_sources(n, i), size, columns) for i in range(n)]
             self._rng = np.random.default_rng(read.seed)
         else:
-            self.groups = [_Group(base, UNSHUFFLED_TABLE_ROWS)] if base.num_shards else []
+            self.groups = [_Group(base, UNSHUFFLED_TABLE_ROWS, columns)] if base.num_shards else []
             self._rng = None
+        # datasets' own parquet reads can leave Arrow's threads reading a Python file object after the
+        # interpreter began to exit (an open Arrow bug: a crash or a hang at exit); the reads here use no
+        # Arrow thread, so only a group read by the builder's generator waits
+        self._sleep_at_end = bool(getattr(base, "sleep_on_threads_shutdown", False)) and any(
+            g.parquet is None for g in self.groups
+        )
         self.identity = {
             "format": STATE_FORMAT,
             "files": [g.names() for g in self.groups],
@@ -207,9 +283,14 @@ class ShuffledStream:
             "seed": read.seed,
             "buffer_size": read.shuffle_buffer_size if read.shuffle else 0,
             "take": read.take,
+            "columns": columns,
             **(identity or {}),
         }
         features = ds._info.features
+        if features is not None and columns is not None:
+            from datasets import Features
+
+            features = Features({name: features[name] for name in columns if name in features})
         self._features = features
         from datasets.formatting import PythonFormatter
 
@@ -266,30 +347,31 @@ class ShuffledStream:
 
     # ---------------------------------------------------------------- reading
 
-    def __iter__(self) -> Iterator[tuple[int, dict]]:
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
         try:
             while self.take is None or self.yielded < self.take:
                 row = self._next_row()
-                if row is None:
+                if row is _END:
                     return
                 self.yielded += 1
                 yield self.yielded - 1, row
         finally:
             self.close()
 
-    def _next_row(self) -> dict | None:
+    def _next_row(self) -> Any:
         while self._rows is None or self._at >= len(self._rows):
             if self._rows is not None:
                 self._block, self._rows, self._at = None, None, 0
             if self._block is None and not self._refill():
-                return None
-            self._rows = self._format(self._block)
+                return _END
+            block = Block(self._cast(self._block), self._formatter)
+            self._rows = self.mapper.block(block) if self.mapper is not None else block.rows()
         row = self._rows[self._at]
         self._at += 1
         return row
 
-    def _format(self, table) -> list[dict]:
-        """The rows of `table` as datasets hands them out (cast to the features, python values)."""
+    def _cast(self, table):
+        """`table` cast to the features (a column missing from it added as nulls), as datasets does."""
         if self._features is not None:
             import pyarrow as pa
             from datasets.table import cast_table_to_features
@@ -299,9 +381,7 @@ class ShuffledStream:
                     table = table.append_column(name, pa.NullArray.from_buffers(pa.null(), len(table), [None]))
             if table.schema != self._features.arrow_schema:
                 table = cast_table_to_features(table, self._features)
-        batch = self._formatter.format_batch(table)
-        names = list(batch)
-        return [{name: batch[name][i] for name in names} for i in range(table.num_rows)]
+        return table
 
     def _refill(self) -> bool:
         """Set the next block of rows to yield; False once everything is yielded."""
@@ -408,7 +488,7 @@ class ShuffledStream:
         pool.shutdown(wait=True)
         for g in self.groups:
             g.reset()
-        if self._sleep_at_end:  # datasets' guard against an Arrow crash at exit (apache/arrow#45214)
+        if self._sleep_at_end:  # datasets' guard against that crash
             import datasets
 
             time.sleep(datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN)
@@ -440,11 +520,15 @@ def tracking(start: tuple | None = None) -> Iterator[Tracker]:
         _TRACKER.reset(token)
 
 
-def stream_rows(ds: Any, read: HubRead, identity: dict | None = None) -> Iterator[tuple[int, dict]]:
+def stream_rows(ds: Any, read: HubRead, identity: dict | None = None, mapper: Any = None) -> Iterator[tuple[int, Any]]:
     """The (index, row) pairs of a streamed `ds` read as `read` says, through ShuffledStream (registered
-    with the active tracker, if any, and started at its saved position)."""
+    with the active tracker, if any, and started at its saved position); with a `mapper`
+    (hub.RowMapper) only its `columns` are read and the rows are what it makes of them."""
     tracker = _TRACKER.get()
-    stream = ShuffledStream(ds, read, identity=identity, start=tracker.start if tracker else None)
+    columns = mapper.columns(ds.features) if mapper is not None else None
+    stream = ShuffledStream(
+        ds, read, identity=identity, start=tracker.start if tracker else None, columns=columns, mapper=mapper
+    )
     if tracker is not None:
         tracker.stream = stream
     return iter(stream)

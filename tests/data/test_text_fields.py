@@ -1,13 +1,17 @@
 """text_fields: the meta a text row keeps, a row without any string field, and the one read path of the
-streamed text sources (nothing opened before the first sample, the shuffle recorded in provenance)."""
+streamed text sources (nothing opened before the first sample, the shuffle recorded in provenance); a
+streamed read mapped a block at a time (TextRows) gives the samples of the row-by-row rule."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from niels_gpt.data import text_fields
 from niels_gpt.data.hub import HubRead
-from niels_gpt.data.text_fields import iter_hub_text_samples, pretrain_samples
+from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.resumable import Block
+from niels_gpt.data.text_fields import TextRows, changeable, iter_hub_text_samples, pretrain_samples
 from tests.support.hub_files import write_parquet
 
 
@@ -46,3 +50,69 @@ def test_the_shuffle_is_recorded_with_a_zero_buffer_when_off(tmp_path, shuffle, 
     assert sorted(texts) == sorted(f"t{i}" for i in range(10))
     assert (prov["shuffle"], prov["shuffle_buffer_size"], prov["seed"]) == (shuffle, recorded_buffer, 5)
     assert prov["local"] is True and prov["split"] == "train"
+
+
+# every character normalize_text removes or rewrites, next to the ones it keeps, at both ends of a text
+TRICKY = [
+    "plain",
+    "a\r\nb\rc",
+    "tab\tnl\n",
+    "\x00\x1f\x7f",
+    "C1 \x80\x9f",
+    "kept \xa0\xa9 \u00e9",
+    "soft\u00adhyphen",
+    "zw\u200bsp",
+    "wj\u2060",
+    "\ufeffbom",
+    "e\u0301 nfd",
+    "zwj \u200c\u200d",
+    "\u00ad",
+    "\u200b",
+    "\ufeff",
+    "",
+    "\u20ac\u2061 \ufefe\uffbf",
+    "\u0080",
+]
+
+
+@pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])
+def test_changeable_marks_exactly_the_texts_normalize_text_changes_beyond_nfc(string_type):
+    import unicodedata
+
+    column = pa.chunked_array([pa.array(TRICKY[:5], string_type), pa.array(["x"] + TRICKY[5:], string_type)[1:]])
+    marked = changeable(column).tolist()
+    assert marked == [normalize_text(t) != unicodedata.normalize("NFC", t) for t in TRICKY]
+
+
+def test_a_block_maps_to_the_samples_of_the_row_by_row_rule():
+    from datasets.formatting import PythonFormatter
+
+    n = len(TRICKY)
+    table = pa.table(
+        {
+            "id": [f"id{i}" for i in range(n)],
+            "text": [None if i % 7 == 3 else t for i, t in enumerate(TRICKY)],
+            "title": [None if i % 2 else f"title {i}" for i in range(n)],
+            "n": list(range(n)),
+        }
+    ).slice(1)
+    mapper = TextRows(("id", "n", "absent"))
+    block = Block(table, PythonFormatter())
+    assert mapper.block(block) == [mapper.row(row) for row in block.rows()]
+
+
+def test_a_streamed_read_gives_the_samples_of_the_row_by_row_rule(tmp_path):
+    rows = {
+        "id": [f"d{i}" for i in range(60)],
+        "text": [TRICKY[i % len(TRICKY)] * (i % 3) for i in range(60)],
+        "score": [i / 7 for i in range(60)],
+        "tags": [[str(i)] for i in range(60)],
+    }
+    path = str(write_parquet(tmp_path / "t.parquet", rows))
+    for shuffle in (True, False):
+        read = HubRead("x/y", data_files=path, streaming=True, shuffle=shuffle, seed=5, shuffle_buffer_size=7)
+        streamed = list(iter_hub_text_samples(read, source="s", meta_fields=("id", "score", "tags")))
+        ds = text_fields.open_dataset(read)
+        ds = ds.shuffle(seed=5, buffer_size=7) if shuffle else ds
+        by_row = list(pretrain_samples(enumerate(ds), source="s", meta_fields=("id", "score", "tags")))
+        assert streamed == by_row
