@@ -20,10 +20,13 @@ against a `Pool(2)` that only counts tokens (benchmarks/encode_limit.py), run af
 on the same text (the build's documents_seen rows, read from the parquet files in file order) with
 the tokenizer the run trained. Then `compare` (benchmarks/encode_limit.py): `build_pretrain_cache`
 in this process against the same pool, interleaved, medians, on the first `--compare-chars` of that
-text (the harness of the build's before/after figures).
+text (the harness of the build's before/after figures). With `--rule-rounds N` instead: the fineweb_edu
+rule alone (its command from the run's Snakemake log, against the hub), as of now and as of `--before`
+(that revision's package first on PYTHONPATH), and a fresh Pool(2) count's pass, interleaved over N
+rounds: tokens/s, the ratio, peak RSS, HTTP bytes, and whether every round wrote the same shards.
 
     python -m benchmarks.bench_full_build [--scale 1.0] [--out benchmarks/out/full_build] \\
-        [--rounds 5] [--compare-chars 100000000] [--skip-run]
+        [--rounds 5] [--compare-chars 100000000] [--skip-run] [--before REV] [--rule-rounds N]
 """
 
 from __future__ import annotations
@@ -431,6 +434,109 @@ def report_compare(work: Path, root: Path, rounds: int, compare_chars: int, work
     shutil.rmtree(out, ignore_errors=True)
 
 
+def rule_command(work: Path) -> str:
+    """The fineweb_edu rule's shell command as the run's Snakemake printed it, without its log redirect and
+    with `{out}` for its output folder."""
+    for line in (work / "snakemake.log").read_text().splitlines():
+        if line.startswith("Shell command:") and "build-pretrain --source fineweb_edu" in line:
+            cmd = line.split(":", 1)[1].split(" > ")[0].strip()
+            return re.sub(r"--out-dir \$\(dirname [^)]*\)", "--out-dir {out}", cmd)
+    raise SystemExit(f"no fineweb_edu rule command in {work / 'snakemake.log'}: run without --skip-run first")
+
+
+def source_at(revision: str, out: Path) -> Path:
+    """A folder holding niels_gpt as of git `revision` under its own name (PYTHONPATH for a subprocess)."""
+    sha = subprocess.run(["git", "rev-parse", "--short", revision], cwd=REPO, capture_output=True, text=True)
+    dest = out / "packages" / f"source_{sha.stdout.strip()}"
+    if not dest.exists():
+        tmp = dest.with_suffix(".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", revision, "niels_gpt"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+        tmp.rename(dest)
+    return dest
+
+
+def run_rule(cmd: str, work: Path, out: Path, env: dict, hub) -> dict:
+    """The fineweb_edu rule's command run once into `out`: wall s, summed peak RSS of its process tree,
+    the fineweb-edu data bytes the hub sent, the tokens written and the sha256 of every shard."""
+    import hashlib
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    seen = len(hub.requests.snapshot())
+    start = time.perf_counter()
+    with open(out.with_suffix(".log"), "w") as log:
+        proc = subprocess.Popen(
+            ["bash", "-c", cmd.replace("{out}", str(out))], cwd=work, env=env, stdout=log, stderr=log
+        )
+        sampler = Sampler(proc.pid)
+        sampler.start()
+        proc.wait()
+    wall = time.perf_counter() - start
+    sampler.done.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"the fineweb_edu rule failed ({proc.returncode}): see {out.with_suffix('.log')}")
+    fetched = [r for r in hub.requests.snapshot()[seen:] if FINEWEB_REPO in r.path]
+    meta = json.loads((out / "meta.json").read_text())
+    shards = {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in out.rglob("*.bin")}
+    return {
+        "s": wall,
+        "rss": max(sampler.rss, default=0),
+        "http": sum(r.bytes_sent for r in fetched if r.path.split("?")[0].endswith(".parquet")),
+        "tokens": meta["train_tokens"] + meta["val_tokens"],
+        "documents": meta["documents_seen"],
+        "shards": shards,
+    }
+
+
+def report_rule_rounds(work: Path, root: Path, rounds: int, workers: int, before: str | None) -> None:
+    """The fineweb_edu rule alone (its command as the run's Snakemake ran it, against the hub, the run's
+    HF_HOME and tokenizer), as of now and as of git revision `before`, and a Pool(2) count of the same
+    documents, interleaved over `rounds`: medians of tokens/s, the ratio to the pool, peak RSS, HTTP bytes."""
+    cmd = rule_command(work)
+    versions = {"after": None}
+    if before:
+        versions[f"before ({before})"] = source_at(before, work.parent)
+    tok = SentencePieceTokenizer(work / "cache" / "tokenizer" / "spm.model")
+    meta = json.loads((work / "cache" / "pretrain" / "fineweb_edu" / "meta.json").read_text())
+    batches = list(batch_encode.text_batches(fineweb_texts(root, n_docs=meta["documents_seen"]), lambda: float("inf")))
+    runs: dict[str, list[dict]] = {label: [] for label in versions}
+    pool_s: list[float] = []
+    print(f"\nthe fineweb_edu rule alone, {rounds} interleaved rounds: {cmd[:120]}...")
+    print("busy before:", *others_running(), sep="\n  ")
+    with HubServer(root / "repos") as hub:
+        base = hub_env(hub, work / "hf_home")
+        for r in range(rounds):
+            for label, source in versions.items():
+                path = os.pathsep.join(filter(None, [str(source) if source else None, base.get("PYTHONPATH")]))
+                env = {**base, "PYTHONPATH": path} if path else base
+                slug = re.sub(r"\W+", "_", label).strip("_")
+                runs[label].append(run_rule(cmd, work, work / "rule_rounds" / slug, env, hub))
+            seconds, n_tokens = pool_count_rate(tok, batches, workers, passes=1)
+            pool_s += seconds
+            print(
+                f"  round {r + 1}: "
+                + ", ".join(f"{label} {runs[label][-1]['s']:.1f} s" for label in versions)
+                + f", Pool({workers}) count {seconds[0]:.1f} s; load {os.getloadavg()[0]:.1f}"
+            )
+    pool_rate = n_tokens / statistics.median(pool_s)
+    print(f"Pool({workers}) count, {n_tokens:,} tokens: median {pool_rate / 1e6:.2f} M tok/s")
+    for label, done in runs.items():
+        rate = statistics.median(d["tokens"] / d["s"] for d in done)
+        per_round = statistics.median(d["tokens"] / d["s"] / (n_tokens / s) for d, s in zip(done, pool_s))
+        print(
+            f"  {label}: {done[0]['tokens']:,} tokens, {done[0]['documents']:,} documents; median "
+            f"{statistics.median(d['s'] for d in done):.1f} s = {rate / 1e6:.2f} M tok/s, ratio {rate / pool_rate:.2f} "
+            f"(per-round median {per_round:.2f}); peak RSS (process tree) "
+            f"{max(d['rss'] for d in done) / 2**20:,.0f} MiB; HTTP parquet bytes {done[0]['http'] / 1e6:,.1f} MB"
+        )
+    shards = [d["shards"] for done in runs.values() for d in done]
+    print("shards byte-identical across versions and rounds:", all(s == shards[0] for s in shards), len(shards[0]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of full size (0.01: a quick check)")
@@ -440,6 +546,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="the pretrain rule's threads")
     ap.add_argument("--before", default=None, help="also time the build as of this git revision, in the same rounds")
     ap.add_argument("--skip-run", action="store_true", help="report the last run at this scale again")
+    ap.add_argument(
+        "--rule-rounds",
+        type=int,
+        default=0,
+        help="then time the fineweb_edu rule alone this many rounds (now and at --before) against Pool(2) count",
+    )
     ap.add_argument(
         "--compare-only",
         action="store_true",
@@ -458,6 +570,9 @@ def main() -> None:
             (work / "measured.json").write_text(json.dumps(measured))
         result = report_run(work, root, measured)
         report_limit(work, root, result, args.workers)
+        if args.rule_rounds:
+            report_rule_rounds(work, root, args.rule_rounds, args.workers, args.before)
+            return
     report_compare(work, root, args.rounds, args.compare_chars, args.workers, args.before)
 
 
