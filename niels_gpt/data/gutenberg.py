@@ -17,12 +17,14 @@ Markers, matched case-insensitively at the start of a line:
 The book starts after the last start marker before the first end marker, and ends at that end marker;
 a book with only one of the two loses only that side. Blank lines at the start and whitespace at the end
 of what is kept are dropped. The provenance dict (when given) counts what was removed in
-`cleaning`: `boilerplate_books_stripped` and `boilerplate_chars_removed` (of the books read).
+`cleaning`: `boilerplate_books_stripped` and `boilerplate_chars_removed` (of the books read; a reader
+that read ahead takes back the books it did not use: `BoilerplateCounts.unread`).
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -73,13 +75,38 @@ def _cut(text: str, span: tuple[int, int]) -> str:
     return _LEADING_BLANK_LINES.sub("", text[span[0] : span[1]]).rstrip()
 
 
-def _stripped(samples: Iterator[PretrainSample], counts: dict) -> Iterator[PretrainSample]:
+class BoilerplateCounts(dict):
+    """`boilerplate_books_stripped` and `boilerplate_chars_removed` of the books read so far (a dict, as
+    provenance is written), and `unread(n)`: the last n books taken back. A reader that read books ahead
+    and never used them (the pretrain writer at its budgets) takes them back, so the counts are those of
+    the books used, whatever the read-ahead (batch sizes, worker count)."""
+
+    def __init__(self):
+        super().__init__(boilerplate_books_stripped=0, boilerplate_chars_removed=0)
+        self._removed = array("q")  # per book read, in order: chars removed, -1 if it had no markers
+
+    def add(self, removed: int | None) -> None:
+        self._removed.append(-1 if removed is None else removed)
+        if removed is not None:
+            self["boilerplate_books_stripped"] += 1
+            self["boilerplate_chars_removed"] += removed
+
+    def unread(self, n: int) -> None:
+        for _ in range(min(n, len(self._removed))):
+            removed = self._removed.pop()
+            if removed >= 0:
+                self["boilerplate_books_stripped"] -= 1
+                self["boilerplate_chars_removed"] -= removed
+
+
+def _stripped(samples: Iterator[PretrainSample], counts: BoilerplateCounts) -> Iterator[PretrainSample]:
     for sample in samples:
         span = book_span(sample.text)
-        if span is not None:
+        if span is None:
+            counts.add(None)
+        else:
             body = _cut(sample.text, span)
-            counts["boilerplate_books_stripped"] += 1
-            counts["boilerplate_chars_removed"] += len(sample.text) - len(body)
+            counts.add(len(sample.text) - len(body))
             sample = replace(sample, text=body)
         yield sample
 
@@ -112,7 +139,7 @@ def iter_gutenberg(
     if not strip_boilerplate:
         yield from samples
         return
-    counts = {"boilerplate_books_stripped": 0, "boilerplate_chars_removed": 0}
+    counts = BoilerplateCounts()
     if provenance is not None:
         provenance["cleaning"] = counts  # filled while the books are read
     yield from _stripped(samples, counts)

@@ -12,8 +12,10 @@ are exact: `{split}_tokens == min(max_{split}_tokens, available)` (None = unlimi
 crosses a budget is cut there (so it has no eot). Reading stops once both budgets are full.
 
 Cleaning record: meta `cleaning` = `skipped_blank` plus the loader's own counts (its provenance's
-`cleaning`, e.g. gutenberg's boilerplate_books_stripped / boilerplate_chars_removed); `documents_seen`
-counts every document read, blank ones included.
+`cleaning`, e.g. gutenberg's boilerplate_books_stripped / boilerplate_chars_removed) over the documents
+routed: the ones read ahead for the workers once the budgets were full are taken back from counts that
+can (`unread`), so the record does not depend on batch sizes or `num_threads`; `documents_seen` counts
+every document routed, blank ones included.
 
 No silently empty split: a split that would hold 0 tokens although its budget is not 0 stops the build
 with one message (source, split, documents read, the setting that splits, the fix) and nothing is
@@ -129,16 +131,30 @@ def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], met
 CLEANING_ENTRIES = ("", "stream", "train", "val")  # where loaders record `cleaning` (record.cleaning_record)
 
 
-def _cleaning(provenance: dict | None, base: dict) -> dict:
-    """{entry: counts} of the loaders' cleaning counts in `provenance`, plus `base` (a checkpoint's)."""
+def _loader_counts(provenance: dict | None) -> Iterator[tuple[str, dict | None]]:
+    """(entry, the cleaning counts a loader keeps there, or None) for every entry of CLEANING_ENTRIES."""
     prov = provenance or {}
-    out = {}
     for key in CLEANING_ENTRIES:
         entry = prov if key == "" else prov.get(key)
-        counts = add_counts([base.get(key), (entry or {}).get("cleaning") if isinstance(entry, dict) else None])
-        if counts:
-            out[key] = counts
+        yield key, entry.get("cleaning") if isinstance(entry, dict) else None
+
+
+def _cleaning(provenance: dict | None, base: dict) -> dict:
+    """{entry: counts} of the loaders' cleaning counts in `provenance`, plus `base` (a checkpoint's)."""
+    out = {}
+    for key, counts in _loader_counts(provenance):
+        total = add_counts([base.get(key), counts])
+        if total:
+            out[key] = total
     return out
+
+
+def _unread(provenance: dict | None, n: int) -> None:
+    """Take the last `n` documents read back from the loaders' counts that can (`unread`, e.g.
+    gutenberg's): the documents read ahead for the workers and never routed (the budgets were full)."""
+    for _, counts in _loader_counts(provenance):
+        if n and hasattr(counts, "unread"):
+            counts.unread(n)
 
 
 def _add_cleaning(provenance: dict | None, base: dict) -> None:
@@ -229,6 +245,21 @@ class _Run:
     blank: int = 0
 
 
+class _Counted:
+    """An iterator that counts the items taken from it (`n`)."""
+
+    def __init__(self, items: Iterable):
+        self.it, self.n = iter(items), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self.it)
+        self.n += 1
+        return item
+
+
 class _Stretch:
     """The documents of `it` until `due()` (a checkpoint is due) or the end (`ended`); an error of
     `catch` ends it too (`error`) instead of propagating, so what was read before it is still written."""
@@ -317,11 +348,12 @@ def _read_stream(
     saver: _Saver | None = None,
 ):
     """Write the stream's documents by the seeded rule until both budgets are full or it ends; with a
-    `saver`, in stretches that each end with a checkpoint (module docstring)."""
+    `saver`, in stretches that each end with a checkpoint (module docstring). Returns how many documents
+    were read ahead for the workers and never routed (the budgets filled first)."""
     train, val = writers["train"], writers["val"]
     if train.full and (val.full or val_doc_prob == 0):
-        return  # zero budgets: read nothing
-    it = iter(texts)
+        return 0  # zero budgets: read nothing
+    it, seen = _Counted(texts), run.seen
     catch = (SourceUnavailableError, StaleStreamState) if saver else ()
     with _progress((train.budget, val.budget), desc) as bar, EncodeWorkers(tokenizer, num_threads) as workers:
         bar.update(train.n_tokens + val.n_tokens)
@@ -336,7 +368,7 @@ def _read_stream(
                 if done:
                     break
             if done or stretch.ended:
-                return
+                return it.n - (run.seen - seen)
             if isinstance(stretch.error, StaleStreamState):
                 raise stretch.error
             saver.save()
@@ -370,13 +402,14 @@ def _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, des
     """Read the stream into the writers, from the checkpoint if there is one; returns the rule's state."""
     if checkpoint is None:
         run = _Run(TorchUniform(seed))
-        _read_stream(texts, tokenizer, writers, val_doc_prob, run, num_threads, desc)
+        _unread(provenance, _read_stream(texts, tokenizer, writers, val_doc_prob, run, num_threads, desc))
         return run
     run, base, start = _resumed(checkpoint, writers, seed, desc)
     try:
         with tracking(start) as tracker:
             saver = _Saver(checkpoint, tracker, writers, run, provenance, base)
-            _read_stream(texts, tokenizer, writers, val_doc_prob, run, num_threads, desc, saver)
+            ahead = _read_stream(texts, tokenizer, writers, val_doc_prob, run, num_threads, desc, saver)
+            _unread(provenance, ahead)
     except StaleStreamState as e:
         if iter(texts) is texts:
             raise

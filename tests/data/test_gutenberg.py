@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from niels_gpt.data.gutenberg import iter_gutenberg, strip_gutenberg_boilerplate
+from niels_gpt.data.gutenberg import BoilerplateCounts, iter_gutenberg, strip_gutenberg_boilerplate
 from tests.support.hub_files import GUTENBERG_FOOTER as FOOTER
 from tests.support.hub_files import GUTENBERG_HEADER as HEADER
 from tests.support.hub_files import raw_gutenberg_book as raw_book
@@ -94,3 +94,14 @@ def test_gutenberg_local_rows(tmp_path):
         ("book one", "gutenberg", "1"),
         ("book two", "gutenberg", "2"),
     ]
+
+
+def test_counts_take_back_the_last_books_read():
+    counts = BoilerplateCounts()
+    for removed in (10, None, 7, 3, None):
+        counts.add(removed)
+    assert counts == {"boilerplate_books_stripped": 3, "boilerplate_chars_removed": 20}
+    counts.unread(3)  # 3, None, 7 taken back
+    assert counts == {"boilerplate_books_stripped": 1, "boilerplate_chars_removed": 10}
+    counts.unread(5)  # more than were read: all of them
+    assert counts == {"boilerplate_books_stripped": 0, "boilerplate_chars_removed": 0}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from niels_gpt.data.gutenberg import iter_gutenberg, strip_gutenberg_boilerplate
 from niels_gpt.data.normalize import is_blank
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.hashing import sha256_file
@@ -22,6 +23,7 @@ from niels_gpt.token_files import list_shards
 from niels_gpt.tokenizer import workers
 from tests.support.cache_files import documents, split_tokens
 from tests.support.corpus import tiny_corpus
+from tests.support.hub_files import raw_gutenberg_book, write_parquet
 
 
 def build_presplit(train, val, out, tok, **kw):
@@ -386,3 +388,30 @@ def test_bad_budgets_and_shard_sizes_are_refused_before_anything_is_written(tmp_
 def test_the_smallest_shard_holds_one_token(tmp_path, tiny_tokenizer):
     meta = build_stream(tiny_corpus(3, seed=1), tmp_path, tiny_tokenizer, shard_bytes=2, max_train_tokens=5)
     assert [s["tokens"] for s in meta["shards"]["train"]] == [1] * 5 and len(list_shards(tmp_path / "train")) == 5
+
+
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_a_loaders_cleaning_counts_are_those_of_the_documents_used_whatever_the_read_ahead(
+    tmp_path, tiny_tokenizer, num_threads
+):
+    # the workers read batches ahead; the budget fills long before the stream ends, so the books read
+    # ahead and never written must not be counted as stripped (the counts would follow num_threads)
+    start, end = "*** START OF THE PROJECT GUTENBERG EBOOK {} ***", "*** END OF THE PROJECT GUTENBERG EBOOK {} ***"
+    books = [
+        raw_gutenberg_book(f"Book {i}.\n\n" + "The river ran past the mill. " * (3 + i % 5), start, end)
+        if i % 3
+        else f"A clean book {i} with no markers at all."
+        for i in range(120)
+    ]
+    path = write_parquet(tmp_path / "en.parquet", {"id": [str(i) for i in range(len(books))], "text": books})
+    prov: dict = {}
+    texts = iter_gutenberg(data_files={"en": str(path)}, split="en", shuffle=False, provenance=prov)
+    budgets = dict(max_train_tokens=300, max_val_tokens=0, val_doc_prob=0.0)
+    meta = build_stream(texts, tmp_path / "out", tiny_tokenizer, provenance=prov, num_threads=num_threads, **budgets)
+    used = [b.replace("\r\n", "\n").lstrip("\ufeff") for b in books[: meta["documents_seen"]]]
+    stripped = [b for b in used if "*** START" in b]
+    removed = sum(len(b) - len(strip_gutenberg_boilerplate(b)) for b in stripped)
+    assert 0 < meta["documents_seen"] < len(books) // 2
+    counts = {"boilerplate_books_stripped": len(stripped), "boilerplate_chars_removed": removed}
+    assert meta["provenance"]["cleaning"] == counts
+    assert {key: meta["cleaning"][key] for key in counts} == counts
