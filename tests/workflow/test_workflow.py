@@ -225,8 +225,8 @@ def test_demo_caches_hold_no_bom_no_carriage_return_no_boilerplate_no_blank_docu
     gutenberg = docs["pretrain/gutenberg/train"] + docs["pretrain/gutenberg/val"]
     assert len(gutenberg) >= 3 and not any(b in d for d in gutenberg for b in boilerplate)
     metas = {s: json.loads((cache / "pretrain" / s / "meta.json").read_text()) for s in ("gutenberg", "roam")}
-    # every book the loader read was stripped (the writer may stop before using the last one read ahead)
-    assert metas["gutenberg"]["cleaning"]["boilerplate_books_stripped"] == 4 >= metas["gutenberg"]["documents_seen"]
+    # every book written was stripped, and only those are counted (not the ones read ahead for the workers)
+    assert metas["gutenberg"]["cleaning"]["boilerplate_books_stripped"] == metas["gutenberg"]["documents_seen"] >= 3
     assert metas["roam"]["cleaning"]["skipped_blank"] == 2  # "Empty page" and "Untitled"
     roam_files = metas["roam"]["provenance"]["files"]
     assert "Two\nlines.md" in roam_files["train"] + roam_files["val"]
