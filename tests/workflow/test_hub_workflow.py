@@ -7,8 +7,10 @@ its real layout. The hub is stopped once the build is done. The checks: every ca
 cache built from hub data records the dataset and the commit it read, streamed sources were streamed
 (range reads only), a dry run asks the hub nothing, a revision pinned to the commit builds the same
 bytes, a dataset, config, split or revision the repository lacks fails the job with one line naming it
-and what the repository has, and, offline (HF_HUB_OFFLINE=1, the hub gone), the prepared sources
-rebuild from the local cache while the streamed ones fail with the offline message.
+and what the repository has, a hub that stays down fails the Snakemake job with one line in its log and
+nothing published (the rerun with the hub back builds the same bytes), and, offline (HF_HUB_OFFLINE=1,
+the hub gone), the prepared sources rebuild from the local cache while the streamed ones fail with the
+offline message.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pytest
 
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
-from tests.support.hub import HubServer, hub_env
+from tests.support.hub import HubServer, faults, hub_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -251,6 +253,39 @@ def test_a_dataset_config_split_or_revision_the_hub_lacks_fails_with_one_line(bu
     last = err.strip().splitlines()[-1]
     assert code == 1 and re.fullmatch(message + ".*", last), last
     assert "Traceback" not in err and not (tmp_path / "meta.json").exists()
+
+
+def test_a_hub_that_stays_down_fails_the_snakemake_job_with_one_line_and_the_rerun_builds_the_same_cache(
+    build, hub_root, tmp_path
+):
+    """The job as Snakemake runs it: the fineweb-edu revision info answers 503 for every try (nobody
+    retries it but us, made short here), so the job fails with one line in its log and publishes nothing; with the hub
+    back the same command builds the cache the shared build built."""
+    workdir = tmp_path / "wf"
+    shutil.copytree(build.workdir, workdir, symlinks=True)
+    overrides = json.loads((workdir / "overrides.yaml").read_text())
+    overrides["hub"] = {"attempts": 2, "backoff_s": 0.01, "max_backoff_s": 0.01}  # never changes what is built
+    (workdir / "overrides.yaml").write_text(json.dumps(overrides))
+    rel = "pretrain/fineweb_edu"
+    target = ["-j1", f"cache/{rel}/meta.json", "--config", readme_gutenberg_config()]  # the shared build's config
+    revision_info = f"^/api/datasets/{FINEWEB}/revision/"  # asked on every load
+    with HubServer(hub_root[0]) as server:
+        env = hub_env(server, workdir / ".hf")
+        down = server.faults.add(faults.status(revision_info, 503, count=10**6))
+        cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", *target, "--forcerun", "pretrain"]
+        failed = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
+        log = (workdir / "cache" / "logs" / "pretrain" / "fineweb_edu.log").read_text()
+        assert failed.returncode != 0, failed.stderr[-3000:]
+        last = log.strip().splitlines()[-1]
+        assert last.startswith(f"error: cannot reach hub dataset {FINEWEB!r}") and "503" in last, log[-3000:]
+        assert "Traceback" not in log and down.hits == 2  # hub.attempts tries, then the one line
+        published = [p for p in (workdir / "cache" / rel).rglob("*") if p.is_file()]
+        assert published == [], published  # no meta.json, no shard: nothing that looks complete
+
+        server.faults.clear()
+        snakemake(workdir, env, *target)  # the job's outputs are gone: it runs again
+    for name in ("train/shard_00000.bin", "val/shard_00000.bin", "meta.json"):
+        assert (workdir / "cache" / rel / name).read_bytes() == (build.cache / rel / name).read_bytes(), name
 
 
 def test_offline_the_prepared_sources_rebuild_from_the_cache_and_the_streamed_ones_say_why_not(build, tmp_path):
