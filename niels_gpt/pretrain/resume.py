@@ -20,23 +20,19 @@ build removes the folder.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from niels_gpt.atomic import atomic_open, atomic_write_json
+from niels_gpt.hashing import sha256_json
 from niels_gpt.layout import resume_dir
 from niels_gpt.log import log
 
 CHECKPOINT_FORMAT = 1  # bump when checkpoint.json changes meaning
 CHECKPOINT = "checkpoint.json"
 STREAM_TABLE = "stream-{seq:05d}.arrow"
-
-
-def key_sha256(key: dict) -> str:
-    return hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 class Checkpoint:
@@ -46,7 +42,7 @@ class Checkpoint:
     def __init__(self, out_dir: str | Path, key: dict, *, every_tokens: int):
         self.dir = Path(resume_dir(out_dir))
         self.key = key
-        self.key_sha256 = key_sha256(key)
+        self.key_sha256 = sha256_json(key)
         self.every_tokens = every_tokens
         self.seq = 0
 
