@@ -437,30 +437,31 @@ class ShuffledStream:
         self._futures[i] = self._pool.submit(self.groups[i].fetch)
 
     def _take(self, i: int):
-        """Group i's next table, its read retried by the policy (re-opened at the group's position)."""
-        waited, attempt = 0.0, 0
-        while True:
+        """Group i's next table, its read retried by the policy (retry.call; re-opened at the group's
+        position)."""
+        group, tries = self.groups[i], 0
+
+        def read():
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                self.retries += 1
+                group.reset()
             if self._futures[i] is None:
                 self._submit(i)
             future, self._futures[i] = self._futures[i], None
-            try:
-                return future.result()
-            except Exception as e:
-                attempt += 1
-                if not retry.is_transient(e):
-                    raise
-                pause = self.policy.wait(attempt, e)
-                if attempt >= self.policy.attempts or waited + pause > self.policy.max_wait_s:
-                    raise self._unavailable(e, attempt, waited) from e
-                retry.log(
-                    f"{self._what()}: reading {self.groups[i].names()[self.groups[i].pos.file]} failed "
-                    f"({type(e).__name__}: {retry.short(e, 120)}); re-opening at row {self.groups[i].pos.row:,}, "
-                    f"try {attempt + 1} of {self.policy.attempts} in {pause:g} s"
-                )
-                time.sleep(pause)
-                waited += pause
-                self.retries += 1
-                self.groups[i].reset()
+            return future.result()
+
+        def failure(e: BaseException) -> str:
+            return (
+                f"reading {group.names()[group.pos.file]} failed ({type(e).__name__}: {retry.short(e, 120)}); "
+                f"re-opening at row {group.pos.row:,}"
+            )
+
+        try:
+            return retry.call(read, what=self._what(), policy=self.policy, failure=failure)
+        except retry.RetriesExhausted as e:
+            raise self._unavailable(e.last, e.tries, e.waited_s) from e.last
 
     def _what(self) -> str:
         config = f" (config {self.read.config!r})" if self.read.config else ""

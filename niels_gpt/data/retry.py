@@ -166,9 +166,12 @@ def call(
     policy: RetryPolicy,
     transient: Callable[[BaseException], bool] = is_transient,
     on_retry: Callable[[str], None] = log,
+    failure: Callable[[BaseException], str] | None = None,
 ) -> T:
     """`fn()`, tried again after a transient error (`transient`) by `policy`; a permanent error is raised
-    as it is, and the last transient one, once the tries or the wait run out, as RetriesExhausted."""
+    as it is, and the last transient one, once the tries or the wait run out, as RetriesExhausted.
+    Each retry is announced to `on_retry` as "{what}: {failure(error)}; try k of n in s s" (default
+    failure: the error's type and first line)."""
     waited = 0.0
     for attempt in range(1, policy.attempts + 1):
         try:
@@ -179,9 +182,8 @@ def call(
             pause = policy.wait(attempt, e)
             if attempt == policy.attempts or waited + pause > policy.max_wait_s:
                 raise RetriesExhausted(what, attempt, waited, e) from e
-            on_retry(
-                f"{what}: {type(e).__name__}: {short(e, 120)}; try {attempt + 1} of {policy.attempts} in {pause:g} s"
-            )
+            reason = failure(e) if failure is not None else f"{type(e).__name__}: {short(e, 120)}"
+            on_retry(f"{what}: {reason}; try {attempt + 1} of {policy.attempts} in {pause:g} s")
             time.sleep(pause)
             waited += pause
     raise AssertionError("unreachable: attempts >= 1")
