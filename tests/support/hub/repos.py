@@ -40,7 +40,14 @@ from niels_gpt.data.gutenberg import DATASET_ID as GUTENBERG
 from niels_gpt.data.oasst1 import DATASET_ID as OASST1
 from niels_gpt.data.wikitext import CONFIG as WIKITEXT_103
 from niels_gpt.data.wikitext import DATASET_ID as WIKITEXT
-from scripts.sample_data.sources import FINEWEB_SCHEMA, GUTENBERG_RAW_SCHEMA, GUTENBERG_SCHEMA, OASST1_SCHEMA
+from scripts.sample_data.sources import (
+    FINEWEB_SCHEMA,
+    GUTENBERG_RAW_SCHEMA,
+    GUTENBERG_SCHEMA,
+    OASST1_SCHEMA,
+    ROW_GROUP_ROWS,
+    WIKITEXT_SCHEMA,
+)
 from tests.support.hub import rows
 
 GUTENBERG_RAW = "manu/project_gutenberg"
@@ -48,8 +55,6 @@ REPOS = (FINEWEB, WIKITEXT, DOLLY, OASST1, GUTENBERG_RAW, GUTENBERG)
 FINEWEB_DUMPS = ("CC-MAIN-2024-10", "CC-MAIN-2024-18")  # the first is the config's; the second makes default differ
 WIKITEXT_CONFIGS = (WIKITEXT_103, "wikitext-103-v1", "wikitext-2-raw-v1", "wikitext-2-v1")
 RAW_LANGUAGES = ("en", "de", "fr")  # manu/project_gutenberg's splits written here (the real one has more)
-ROW_GROUP_ROWS = 1_000  # rows per parquet row group
-WIKITEXT_SCHEMA = pa.schema([("text", pa.string())])
 YAML_DTYPES = {pa.string(): "string", pa.int32(): "int32", pa.int64(): "int64", pa.float64(): "float64"}
 YAML_DTYPES[pa.bool_()] = "bool"
 
