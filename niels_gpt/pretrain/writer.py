@@ -392,10 +392,15 @@ def _resumed(checkpoint: Checkpoint, writers: dict, seed: int, desc: str):
             return run, saved["cleaning"], (saved["stream"], saved["stream_table"])
         except (ValueError, KeyError) as e:
             log(f"{checkpoint.dir}: the checkpoint does not match its files ({e}); starting afresh")
+    _afresh(checkpoint, writers)
+    return _Run(TorchUniform(seed)), {}, None
+
+
+def _afresh(checkpoint: Checkpoint, writers: dict) -> None:
+    """Drop what a checkpoint held: the writers' restored shards and the checkpoint folder."""
     for w in writers.values():
         w.reset()
     checkpoint.clear()
-    return _Run(TorchUniform(seed)), {}, None
 
 
 def _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, desc, checkpoint, provenance) -> _Run:
@@ -414,9 +419,7 @@ def _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, des
         if iter(texts) is texts:
             raise
         log(f"{checkpoint.dir}: {e}; starting afresh")
-        for w in writers.values():
-            w.reset()
-        checkpoint.clear()
+        _afresh(checkpoint, writers)
         return _fill_stream(texts, tokenizer, writers, val_doc_prob, seed, num_threads, desc, checkpoint, provenance)
     _add_cleaning(provenance, base)
     return run
