@@ -44,13 +44,13 @@ def documents(tokens: np.ndarray, eot: int) -> list[list[int]]:
     return docs + ([cur] if cur else [])
 
 
-def file_hashes(out: Path) -> dict[str, str]:
-    """sha256 of every file under `out`, by its path relative to `out`."""
+def file_hashes(out: Path, skip: str | None = None) -> dict[str, str]:
+    """sha256 of every file under `out`, by its path relative to `out`; files under a folder named `skip` left out."""
     out = Path(out)
     return {
         p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(out.rglob("*"))
-        if p.is_file()
+        if p.is_file() and skip not in p.parts
     }
 
 

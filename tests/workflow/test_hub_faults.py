@@ -11,7 +11,6 @@ shortened to 10 ms and short client timeouts: the number of tries each layer mak
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -26,6 +25,7 @@ from niels_gpt.layout import RESUME_DIR
 from niels_gpt.pretrain.job import build_pretrain_source
 from niels_gpt.pretrain.resume import CHECKPOINT
 from scripts.sample_data.sources import FINEWEB_SCHEMA
+from tests.support.cache_files import file_hashes
 from tests.support.hub import faults
 from tests.support.hub.repos import write_card
 from tests.support.hub.rows import fineweb_rows
@@ -106,11 +106,7 @@ def build(repo: str, out: Path, tokenizer_path: str) -> dict:
 
 
 def files_of(out: Path) -> dict[str, str]:
-    return {
-        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and RESUME_DIR not in p.parts
-    }
+    return file_hashes(out, skip=RESUME_DIR)
 
 
 def data_gets(requests) -> list:
