@@ -85,6 +85,15 @@ class EpochMixer:
                 dst[rows] = src
         return which, out
 
+    def skip(self, B: int, batches: int) -> None:
+        """Move past `batches` batches of B rows without reading a row: the round robin runs, and each
+        source's cursor moves by the rows it was assigned."""
+        read = np.zeros(len(self.names), dtype=np.int64)
+        for _ in range(batches):
+            read += np.bincount(self.round_robin.assign(B), minlength=len(self.names))
+        for name, rows in zip(self.names, read.tolist()):
+            self.cursors[name].skip(rows)
+
     def epochs(self) -> dict[str, int]:
         """Completed epochs of each source on this rank."""
         return {name: cursor.epoch for name, cursor in self.cursors.items()}
@@ -106,7 +115,7 @@ class EpochMixer:
         cursors = {}
         for name, count in zip(self.names, round_robin.counts(rows)):
             cursor = cursors[name] = self._cursor(name, *saved[name])
-            read = cursor.epoch * cursor.per_epoch + cursor.cursor
+            read = cursor.position
             if read != count:
                 raise ValueError(
                     f"inconsistent epoch-mode state: source {name!r} at epoch {cursor.epoch}, cursor "

@@ -103,6 +103,15 @@ class RankCursor:
         self._block = EpochPermutation(self.n, self.seed, self.epoch)(positions)
         self._block_epoch, self._block_start = self.epoch, self.cursor
 
+    @property
+    def position(self) -> int:
+        """Items this rank has read since epoch 0: epoch * per_epoch + cursor."""
+        return self.epoch * self.per_epoch + self.cursor
+
+    def skip(self, k: int) -> None:
+        """Move past the next k items without computing them."""
+        self.epoch, self.cursor = divmod(self.position + k, self.per_epoch)
+
     def take(self, k: int) -> np.ndarray:
         """The next k items (int64) of this rank; rolls into the next epoch as soon as one ends."""
         pieces = []

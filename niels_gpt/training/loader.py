@@ -186,14 +186,7 @@ class MixedLoader:
         also runs the round robin and moves each source's cursor by the rows it was assigned."""
         check_int("batches", batches, 0)
         if self.mixer is not None:
-            read = np.zeros(len(self.names), dtype=np.int64)
-            for _ in range(batches):
-                read += np.bincount(self.mixer.round_robin.assign(self.B), minlength=len(self.names))
-            for name, rows in zip(self.names, read.tolist()):
-                cursor = self.mixer.cursors[name]
-                cursor.epoch, cursor.cursor = divmod(
-                    cursor.epoch * cursor.per_epoch + cursor.cursor + rows, cursor.per_epoch
-                )
+            self.mixer.skip(self.B, batches)
         self.step += batches
 
     def fresh(self) -> MixedLoader:
