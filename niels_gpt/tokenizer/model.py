@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import struct
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -91,7 +90,7 @@ class SentencePieceTokenizer:
         if hasattr(self._sp, "EncodeAsNumpy"):
             return self._sp.encode(texts, out_type="numpy", num_threads=num_threads)
         lists = self._sp.encode(texts, num_threads=num_threads)
-        return [np.frombuffer(struct.pack(f"={len(ids)}i", *ids), dtype=np.int32) for ids in lists]
+        return [np.array(ids, dtype=np.int32) for ids in lists]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of ordinary pieces; special ids decode to nothing (see `decode_with_specials`)."""
