@@ -388,22 +388,19 @@ def report_limit(work: Path, root: Path, result: dict, workers: int) -> None:
 
 
 def package_at(revision: str, out: Path) -> str:
-    """niels_gpt as of git `revision`, importable beside this one as `niels_gpt_<sha>` (its files copied
-    under out/packages/, every `niels_gpt` name in them renamed): the build before a change, timed in
+    """niels_gpt as of git `revision`, importable beside this one as `niels_gpt_<sha>` (`source_at`'s files
+    copied under out/packages/, every `niels_gpt` name in them renamed): the build before a change, timed in
     the same process and rounds as the build after it."""
-    sha = subprocess.run(["git", "rev-parse", "--short", revision], cwd=REPO, capture_output=True, text=True)
-    name = f"niels_gpt_{sha.stdout.strip()}"
+    source = source_at(revision, out)
+    name = "niels_gpt_" + source.name.removeprefix("source_")
     dest = out / "packages"
     if not (dest / name).exists():
         tmp = dest / f"{name}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        archive = subprocess.run(["git", "archive", revision, "niels_gpt"], cwd=REPO, capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
-        for py in (tmp / "niels_gpt").rglob("*.py"):
+        shutil.copytree(source / "niels_gpt", tmp)
+        for py in tmp.rglob("*.py"):
             py.write_text(re.sub(r"\bniels_gpt\b", name, py.read_text()))
-        (tmp / "niels_gpt").rename(dest / name)
-        tmp.rmdir()
+        tmp.rename(dest / name)
     sys.path.insert(0, str(dest))
     return name
 
