@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from niels_gpt.atomic import TMP_SUFFIX, StagedFile, StagedFiles
+from niels_gpt.hashing import HASH_CHUNK_BYTES
 from niels_gpt.layout import META, SHARD_GLOB, SPLITS, shard_name
 from niels_gpt.meta import unpublish
 from niels_gpt.token_files import TOKEN_BYTES
@@ -147,7 +148,7 @@ class ShardWriter:
             os.truncate(path, opened["tokens"] * TOKEN_BYTES)
             self._open("ab")
             with open(path, "rb") as f:
-                while data := f.read(1 << 22):
+                while data := f.read(HASH_CHUNK_BYTES):
                     self._hash.update(data)
             self._in_shard = opened["tokens"]
         known = {s["file"] for s in self.shards} | ({opened["file"]} if opened else set())
