@@ -37,6 +37,7 @@ from contextlib import nullcontext
 import torch
 
 from niels_gpt.to_device import to_device
+from niels_gpt.training.loader import check_int
 
 POLL_S = 0.05  # how often a thread waiting on a full queue checks whether it was closed
 JOIN_S = 10.0  # how long close() waits for the thread (a next() of the iterator in progress) before giving up
@@ -125,10 +126,8 @@ class Prefetcher:
     """An iterator over `batches` made ahead by a background thread (module docstring)."""
 
     def __init__(self, batches: Iterable, device: str | torch.device | None = None, *, depth: int = 2):
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be an int >= 1, got {depth!r}")
+        self.depth = check_int("depth", depth, 1)
         self.device = None if device is None else torch.device(device)
-        self.depth = depth
         iterator = iter(batches)
         with_state = callable(getattr(iterator, "state_dict", None))
         on_cuda = self.device is not None and self.device.type == "cuda" and torch.cuda.is_available()
