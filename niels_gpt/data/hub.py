@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
-from niels_gpt.data.retry import RetryPolicy
+from niels_gpt.data.retry import RetryPolicy, cause_chain
 from niels_gpt.data.retry import call as call_with_retries
 from niels_gpt.data.retry import prepare as prepare_retries
 
@@ -136,13 +136,7 @@ def _connection_error_types() -> tuple[type[BaseException], ...]:
 def is_unreachable_error(exc: BaseException) -> bool:
     """True if `exc` or anything in its cause/context chain is a connection or offline-mode error."""
     types = _connection_error_types()
-    seen = 0
-    while exc is not None and seen < 20:
-        if isinstance(exc, types):
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
+    return any(isinstance(e, types) for e in cause_chain(exc))
 
 
 def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:

@@ -38,7 +38,7 @@ DENIED_STATUS = (401, 403)  # a token or access problem: waiting does not fix it
 # datasets' message when the README HEAD's retry round ran out (load.py rewraps LocalEntryNotFoundError)
 README_EXHAUSTED = "An error happened while trying to locate the file on the Hub"
 CONSISTENCY = "Consistency check failed"  # huggingface_hub: a download shorter than its announced size
-_CHAIN_DEPTH = 20
+_CHAIN_DEPTH = 20  # links of an error chain looked at (a cycle or a very long chain stops there)
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def short(exc: BaseException, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _chain(exc: BaseException | None):
+def cause_chain(exc: BaseException | None):
     """`exc`, then its causes/contexts (suppressed ones too: datasets re-raises `from None`)."""
     depth = 0
     while exc is not None and depth < _CHAIN_DEPTH:
@@ -102,7 +102,7 @@ def status_of(exc: BaseException) -> int | None:
 
 def retry_after(exc: BaseException | None) -> float | None:
     """Seconds of a 429/503 answer's Retry-After header (a number or an HTTP date), anywhere in the chain."""
-    for e in _chain(exc):
+    for e in cause_chain(exc):
         headers = getattr(getattr(e, "response", None), "headers", None)
         value = headers.get("Retry-After") if headers is not None else None
         if value is None:
@@ -133,7 +133,7 @@ def _permanent_types() -> tuple[type[BaseException], ...]:
 
 
 def _denied(exc: BaseException) -> bool:
-    return any(status_of(e) in DENIED_STATUS for e in _chain(exc))
+    return any(status_of(e) in DENIED_STATUS for e in cause_chain(exc))
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -145,7 +145,7 @@ def is_transient(exc: BaseException) -> bool:
     if constants.HF_HUB_OFFLINE:  # datasets re-raises offline mode as a bare ConnectionError (`raise e1 from None`)
         return False
     permanent = _permanent_types()
-    for e in _chain(exc):
+    for e in cause_chain(exc):
         if isinstance(e, permanent):
             return False
         if isinstance(e, HfHubHTTPError):
