@@ -28,8 +28,8 @@ import pytest
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
 from tests.support.hub import HubServer, faults, hub_env
+from tests.workflow.test_workflow import ROOT, copy_workflow
 
-ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 FINEWEB, WIKITEXT, RAW_GUTENBERG = "HuggingFaceFW/fineweb-edu", "Salesforce/wikitext", "manu/project_gutenberg"
 DOLLY, OASST1 = "databricks/databricks-dolly-15k", "OpenAssistant/oasst1"
@@ -66,21 +66,6 @@ def readme() -> str:
     return (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def make_workdir(dest: Path) -> Path:
-    """The workflow, the primer files and the sample notes (as `notes/`) in a scratch folder."""
-    dest.mkdir(parents=True)
-    for name in ("Snakefile", "config.yaml", "environment.yml"):
-        shutil.copy(ROOT / name, dest / name)
-    for name in ("rules", "profiles"):
-        shutil.copytree(ROOT / name, dest / name)
-    (dest / "data").mkdir()
-    for name in ("primer.jsonl", "primer.txt"):
-        shutil.copy2(ROOT / "data" / name, dest / "data" / name)
-    shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
-    (dest / "overrides.yaml").write_text(json.dumps(SMALL))
-    return dest
-
-
 def snakemake(workdir: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     cmd = [*SNAKEMAKE, "--configfile", "config.yaml", "overrides.yaml", *args]
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
@@ -103,7 +88,7 @@ class Build:
 
 @pytest.fixture(scope="module")
 def build(tmp_path_factory, hub_root) -> Build:
-    workdir = make_workdir(tmp_path_factory.mktemp("hub_wf") / "wf")
+    workdir = copy_workflow(tmp_path_factory.mktemp("hub_wf") / "wf", SMALL)
     with HubServer(hub_root[0]) as server:
         env = hub_env(server, workdir / ".hf")
         started = time.monotonic()

@@ -55,23 +55,30 @@ SMALL = {
 }
 
 
-def make_workdir(dest: Path) -> Path:
-    """A scratch copy of the workflow; sample data linked, the files the tests edit copied."""
+def copy_workflow(dest: Path, overrides: dict) -> Path:
+    """The workflow, the primer files and the sample notes (as `notes/`) in a scratch folder, `overrides`
+    as overrides.yaml."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Snakefile", "config.yaml", "environment.yml"):
         shutil.copy(ROOT / name, dest / name)
     for name in ("rules", "profiles"):
         shutil.copytree(ROOT / name, dest / name)
     (dest / "data").mkdir()
-    (dest / "data" / "sample").symlink_to(ROOT / "data" / "sample")
     for name in ("primer.jsonl", "primer.txt"):
         shutil.copy2(ROOT / "data" / name, dest / "data" / name)  # keep mtimes: stream metas record them
     shutil.copytree(ROOT / "data" / "sample" / "roam", dest / "notes")
+    (dest / "overrides.yaml").write_text(json.dumps(overrides))
+    return dest
+
+
+def make_workdir(dest: Path) -> Path:
+    """A scratch copy of the workflow; sample data linked, the files the tests edit copied."""
+    copy_workflow(dest, SMALL)
+    (dest / "data" / "sample").symlink_to(ROOT / "data" / "sample")
     odd = dest / "notes" / "Two\nlines.md"  # a page title with a line break, as Roam allows
     odd.write_text("- a page whose title has a line break\n", encoding="utf-8")
     shutil.copystat(ROOT / "data" / "sample" / "roam" / "Appeals.md", odd)  # the streams' meta records mtimes
     split_in_two(ROOT / "data" / "sample" / "gutenberg_raw" / "en-00000-of-00001.parquet", dest / "gutenberg_raw")
-    (dest / "overrides.yaml").write_text(json.dumps(SMALL))
     return dest
 
 
