@@ -6,8 +6,8 @@
   deterministic the bytes are) and the loader's provenance, taken after the input was consumed
   (loaders fill provenance while they are read); `presplit_rule` words the split of a pre-split source;
 - `cleaning_record`: meta["cleaning"] = blank documents the writer skipped (`skipped_blank`) plus the
-  counts the loaders recorded under `cleaning` in their provenance (`add_counts` sums them, and the
-  parts' counts in a scale-out merge);
+  counts the loaders recorded under `cleaning` in their provenance (`loader_counts`: where they record
+  them; `add_counts` sums them, and the parts' counts in a scale-out merge);
 - `check_splits_filled`: one `EmptySplitError` for a split that would hold 0 tokens although its budget
   is not 0, naming the source, the split, the documents read, the setting that splits and the fix; a
   budget of 0 is a split left empty on purpose (meta `empty_splits`: {split: ON_PURPOSE}).
@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 from niels_gpt.data.registry import PRETRAIN_SOURCES
 from niels_gpt.layout import SPLITS
@@ -62,10 +63,20 @@ def add_counts(counts) -> dict:
     return out
 
 
+CLEANING_ENTRIES = ("", "stream", "train", "val")  # where loaders record `cleaning` in provenance ("": at its top)
+
+
+def loader_counts(provenance: dict | None) -> Iterator[tuple[str, dict | None]]:
+    """(entry, the cleaning counts a loader keeps there, or None) for every entry of CLEANING_ENTRIES."""
+    prov = provenance or {}
+    for key in CLEANING_ENTRIES:
+        entry = prov if key == "" else prov.get(key)
+        yield key, entry.get("cleaning") if isinstance(entry, dict) else None
+
+
 def cleaning_record(provenance: dict, skipped_blank: int) -> dict:
     """meta["cleaning"]: skipped_blank plus the counts the loaders recorded in provenance (summed)."""
-    entries = (provenance, provenance.get("stream"), provenance.get("train"), provenance.get("val"))
-    return add_counts([{"skipped_blank": skipped_blank}, *((e or {}).get("cleaning") for e in entries)])
+    return add_counts([{"skipped_blank": skipped_blank}, *(counts for _, counts in loader_counts(provenance))])
 
 
 def _hub_record(provenance: dict) -> dict:

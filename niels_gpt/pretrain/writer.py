@@ -67,6 +67,7 @@ from niels_gpt.pretrain.record import (
     add_counts,
     check_splits_filled,
     cleaning_record,
+    loader_counts,
     presplit_rule,
     shard_format,
     source_meta,
@@ -128,21 +129,10 @@ def _run(out_dir, writers: dict[str, ShardWriter], fill: Callable[[], dict], met
     return meta
 
 
-CLEANING_ENTRIES = ("", "stream", "train", "val")  # where loaders record `cleaning` (record.cleaning_record)
-
-
-def _loader_counts(provenance: dict | None) -> Iterator[tuple[str, dict | None]]:
-    """(entry, the cleaning counts a loader keeps there, or None) for every entry of CLEANING_ENTRIES."""
-    prov = provenance or {}
-    for key in CLEANING_ENTRIES:
-        entry = prov if key == "" else prov.get(key)
-        yield key, entry.get("cleaning") if isinstance(entry, dict) else None
-
-
 def _cleaning(provenance: dict | None, base: dict) -> dict:
     """{entry: counts} of the loaders' cleaning counts in `provenance`, plus `base` (a checkpoint's)."""
     out = {}
-    for key, counts in _loader_counts(provenance):
+    for key, counts in loader_counts(provenance):
         total = add_counts([base.get(key), counts])
         if total:
             out[key] = total
@@ -152,7 +142,7 @@ def _cleaning(provenance: dict | None, base: dict) -> dict:
 def _unread(provenance: dict | None, n: int) -> None:
     """Take the last `n` documents read back from the loaders' counts that can (`unread`, e.g.
     gutenberg's): the documents read ahead for the workers and never routed (the budgets were full)."""
-    for _, counts in _loader_counts(provenance):
+    for _, counts in loader_counts(provenance):
         if n and hasattr(counts, "unread"):
             counts.unread(n)
 
