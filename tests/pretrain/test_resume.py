@@ -5,7 +5,6 @@ or a stream that changed, starts afresh; the loaders' cleaning counts and part b
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from niels_gpt.pretrain import encode
 from niels_gpt.pretrain.job import build_pretrain_source
 from niels_gpt.pretrain.resume import CHECKPOINT, Checkpoint
 from niels_gpt.pretrain.shards import ShardWriter
+from tests.support.cache_files import file_hashes
 from tests.support.corpus import tiny_corpus
 from tests.support.hub_files import raw_gutenberg_book, write_parquet
 
@@ -78,11 +78,7 @@ def build(cfg, out: Path, tokenizer_path: str, *, source="fineweb_edu", **kw) ->
 
 def files_of(out: Path) -> dict[str, str]:
     """sha256 of every file of a cache (the checkpoint folder left out)."""
-    return {
-        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and RESUME_DIR not in p.parts
-    }
+    return file_hashes(out, skip=RESUME_DIR)
 
 
 def hub_down_after(monkeypatch, fetches: int):
