@@ -95,7 +95,7 @@ def source_meta(*, dataset_name, dataset_config, provenance) -> dict:
     return {
         "dataset_name": dataset_name if dataset_name is not None else hub.get("dataset_id"),
         "dataset_config": dataset_config if dataset_config is not None else hub.get("config"),
-        "dataset_revision": hub.get("revision", provenance.get("revision_requested")),
+        "dataset_revision": hub.get("revision"),  # what the loader read (None: local files, or nothing opened)
         "streaming": streaming,
         "determinism": STREAMING_DETERMINISM if streaming else "exact: same input order + seed => same bytes",
         "provenance": provenance,
