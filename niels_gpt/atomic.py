@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from niels_gpt import interrupt
+
 TMP_SUFFIX = ".tmp"
 
 
@@ -58,8 +60,10 @@ class StagedFile:
             self.file.close()
 
     def commit(self) -> Path:
-        """Close the file and rename it onto its final name; returns that name."""
+        """Close the file and rename it onto its final name; returns that name. After a Ctrl-C (even one
+        a C extension swallowed: interrupt.py) nothing is renamed: KeyboardInterrupt."""
         self.close()
+        interrupt.check()
         os.replace(self.tmp, self.path)
         self.committed = True
         return self.path

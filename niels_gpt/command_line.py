@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from niels_gpt import interrupt
 from niels_gpt.config import ConfigError, deep_merge, load_config, prepare_config
 
 DEFAULT_CONFIG_FILE = "config.yaml"
@@ -153,9 +154,11 @@ def resolve_config(args: argparse.Namespace, flags: Mapping[str, Any] | None = N
 
 
 def run_cli(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
-    """`main(argv)`, with Ctrl-C -> exit 130 and a user error -> one `error: ...` line and exit 1."""
+    """`main(argv)`, with Ctrl-C -> exit 130 (never followed by a published file: interrupt.py) and a user
+    error -> one `error: ...` line and exit 1."""
     try:
-        return main(argv)
+        with interrupt.recorded():
+            return main(argv)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
