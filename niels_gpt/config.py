@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,9 @@ def _message(err) -> str:
 
 
 def _check_sources(config: dict) -> list[str]:
-    """Source names in mixtures and stream lists must be the registry's; weights sum to 1."""
-    from niels_gpt.data.registry import SFT_SOURCES, STREAM_SOURCES
+    """Source names in mixtures and stream lists must be the registry's; weights sum to 1; a tokenizer to
+    train has a pretrain source to sample from (checked here, before any job runs, not by the job)."""
+    from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, STREAM_SOURCES
 
     problems = []
     for path, names, known in (
@@ -127,6 +129,11 @@ def _check_sources(config: dict) -> list[str]:
         total = sum(mix.values())
         if abs(total - 1.0) > 1e-6:
             problems.append(f"key {path!r}: probabilities must sum to 1, got {total:.6g} ({mix})")
+    if config["tokenizer"]["model_path"] is None and not any(config["sources"][s]["enabled"] for s in PRETRAIN_SOURCES):
+        problems.append(
+            "key 'tokenizer': no pretrain source is enabled to train the tokenizer on; enable one "
+            f"(sources.<name>.enabled, of {', '.join(PRETRAIN_SOURCES)}) or set tokenizer.model_path"
+        )
     req, ena = config["streams"]["required_sources"], config["streams"]["enabled_sources"]
     if not set(req) <= set(ena):
         problems.append(
@@ -148,7 +155,29 @@ def prepare_config(config: dict | None, *, source: str = "config") -> dict:
         problems = _check_sources(filled)
     if problems:
         raise ConfigError(f"{source}: invalid configuration:\n  - " + "\n  - ".join(problems))
+    if filled["cache_dir"] is None:
+        filled["cache_dir"] = default_cache_dir(filled["demo"])
     return filled
+
+
+MIXTURES = (("sft", "mix"), ("streams", "p_train"))
+
+
+def replace_mixtures(config: dict, given: Mapping) -> None:
+    """Each mixture in `given` (the values of --config) replaces config's own, in place: a mixture is one
+    value, not a dict to merge key by key (config.yaml's {primer, oasst1, dolly15k} + a command line's
+    {primer: 0.3, oasst1: 0.7} would keep dolly15k's weight and sum to 1.2)."""
+    for section, key in MIXTURES:
+        value = given.get(section)
+        if isinstance(value, Mapping) and isinstance(value.get(key), Mapping):
+            config.setdefault(section, {})[key] = dict(value[key])
+
+
+def default_cache_dir(demo: bool) -> str:
+    """Where the caches go when cache_dir is null: the demo and the real build never share a folder."""
+    from niels_gpt.layout import CACHE_DIR, DEMO_CACHE_DIR
+
+    return DEMO_CACHE_DIR if demo else CACHE_DIR
 
 
 def load_config(path: str | Path = "config.yaml", overrides: dict | None = None) -> dict:

@@ -41,6 +41,29 @@ FAMILIES = {
     "streams": Family("streams", space="bytes", unit="segment"),
 }
 
+# The default cache folders (config cache_dir: null): the real build's, and the demo's beside it, so the demo
+# command never replaces a real build (nor the real command a demo).
+CACHE_DIR = "cache"
+DEMO_CACHE_DIR = "cache-demo"
+
+
+def other_build_problem(cache_dir: str, demo: bool, words: list[str]) -> str | None:
+    """Why command-line `words` name the other build's default folder (a demo run naming cache/all, a real
+    run naming cache-demo/...), or None. A cache_dir set by hand is the user's choice: never a problem."""
+    if cache_dir not in (CACHE_DIR, DEMO_CACHE_DIR):
+        return None
+    other = CACHE_DIR if cache_dir == DEMO_CACHE_DIR else DEMO_CACHE_DIR
+    wrong = sorted({w for w in words if w == other or w.startswith(other + "/")})
+    if not wrong:
+        return None
+    how = "drop demo=true" if demo else "add --config demo=true"
+    return (
+        f"{', '.join(wrong)}: with demo={str(demo).lower()} the caches live in {cache_dir}/, not {other}/ (the demo "
+        f"and the real build never share a folder): name {cache_dir}/... targets, give no target (the default "
+        f"is {cache_dir}/all), or {how}"
+    )
+
+
 SPLITS = ("train", "val")
 META = "meta.json"
 TOKENIZER_MODEL = "spm.model"

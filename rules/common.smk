@@ -8,9 +8,12 @@ import os
 import shlex
 import sys
 
-from niels_gpt import layout
-from niels_gpt.config import ConfigError, prepare_config
+from niels_gpt import keep, layout, run_summary
+from niels_gpt.config import ConfigError, prepare_config, replace_mixtures
 
+
+# A mixture given with --config replaces config.yaml's (Snakemake merges the two key by key).
+replace_mixtures(config, workflow.config_settings.config)
 
 try:
     _validated = prepare_config(dict(config), source="config.yaml + --config")
@@ -20,6 +23,13 @@ config.clear()
 config.update(_validated)
 
 CACHE = config["cache_dir"]
+
+
+# `snakemake cache/all --config demo=true` (or a real build's command naming cache-demo/): one line, not
+# "No rule to produce". The targets are not known while the Snakefile is read: the command line is read.
+_wrong_folder = layout.other_build_problem(CACHE, config["demo"], sys.argv[1:])
+if _wrong_folder:
+    sys.exit(_wrong_folder)
 TOKENIZER_MODEL = layout.tokenizer_model(CACHE)
 
 
