@@ -12,11 +12,11 @@ from niels_gpt import keep, layout, run_summary
 from niels_gpt.config import ConfigError, prepare_config, replace_mixtures
 
 
-# A mixture given with --config replaces config.yaml's (Snakemake merges the two key by key).
+# A mixture given with --config replaces the one in config.yaml (Snakemake would merge them key by key).
 replace_mixtures(config, workflow.config_settings.config)
 
 try:
-    _validated = prepare_config(dict(config), source="config.yaml + --config")
+    _validated = prepare_config(dict(config), source="config.yaml and --config")
 except ConfigError as err:
     sys.exit(str(err))
 config.clear()
@@ -25,8 +25,8 @@ config.update(_validated)
 CACHE = config["cache_dir"]
 
 
-# `snakemake cache/all --config demo=true` (or a real build's command naming cache-demo/): one line, not
-# "No rule to produce". The targets are not known while the Snakefile is read: the command line is read.
+# A demo command naming cache/all (or a real build command naming cache-demo/) stops with one line saying why.
+# Snakemake knows the targets only after reading this file, so the command line itself is looked at.
 _wrong_folder = layout.other_build_problem(CACHE, config["demo"], sys.argv[1:])
 if _wrong_folder:
     sys.exit(_wrong_folder)

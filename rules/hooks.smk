@@ -1,0 +1,24 @@
+# The run's hooks: what happens at its start and end, whatever the targets (rules/common.smk holds CACHE).
+# A failed rebuild never costs the good cache it was replacing (niels_gpt/keep.py): the outputs of the
+# jobs about to run are hard-linked aside at the start and put back, with Snakemake's record of them, for
+# every job that does not finish. The run ends with one line per job, or the failed job's error line last.
+RUN = {}
+
+
+onstart:
+    RUN["records"] = keep.Records.of(workflow)
+    RUN["groups"] = keep.jobs_to_run(workflow)
+    for group in keep.snapshot(RUN["groups"], CACHE, RUN["records"]):
+        print(f"niels_gpt: put back the previous outputs of {group.job} (an earlier run was stopped)")
+
+
+onsuccess:
+    keep.discard(CACHE)
+    print(run_summary.success_message(RUN.get("groups", [])))
+
+
+onerror:
+    failed_jobs = run_summary.failed(RUN.get("groups", []))
+    restored = keep.restore(CACHE, RUN.get("records"))
+    print(run_summary.failure_message(failed_jobs, restored), file=sys.stderr)
+    raise SystemExit(1)  # after the error line, not Snakemake's closing lines
