@@ -40,7 +40,7 @@ def spec_json(values):
 
 # The hub section (retries, timeouts, checkpoints) reaches every job that reads the hub on its command line,
 # not through params: it never changes what is built, so changing it re-runs no job.
-HUB_SETTINGS = "--set " + shlex.quote("hub=" + spec_json(config["hub"]))
+HUB_SETTINGS = shlex.join(["--set", f"hub={spec_json(config['hub'])}"])
 
 
 def config_values(*keys):
