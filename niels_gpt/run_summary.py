@@ -44,15 +44,21 @@ def _describe(meta: dict) -> str:
     return "written"
 
 
+def _where(paths: list[str]) -> str:
+    """`folder/ (n files)` for several outputs, the path for one."""
+    if len(paths) == 1:
+        return paths[0]
+    return f"{os.path.commonpath(paths)}/ ({len(paths)} outputs)"
+
+
 def result_line(group: Group) -> str:
     """`job: what it built`, from the meta.json files among its outputs (else the folder it wrote)."""
     metas = [m for p in group.outputs if p.endswith("meta.json") for m in [_meta(p)] if m is not None]
-    folder = os.path.commonpath(group.outputs) if group.outputs else ""
     if metas:
         what = "; ".join(_describe(m) for m in metas)
     else:
         what = f"{len(group.outputs)} file{'s' * (len(group.outputs) != 1)}"
-    return f"{group.job}: {what} -> {folder}"
+    return f"{group.job}: {what} -> {_where(group.outputs)}"
 
 
 def success_message(groups: list[Group]) -> str:
@@ -91,8 +97,8 @@ def failure_message(groups: list[Group], restored: list[Group]) -> str:
     lines = []
     for group in groups:
         if group.job in kept:
-            what = ", ".join(kept[group.job].present)
-            lines.append(f"{group.job} failed; kept the previous {what} (the next run tries the rebuild again)")
+            what = _where(kept[group.job].present)
+            lines.append(f"{group.job} failed; kept the previous {what}: it is there as before the run")
         else:
             lines.append(f"{group.job} failed; it had no previous version to keep")
         for log in group.logs:
