@@ -20,7 +20,7 @@ from niels_gpt.layout import SPLITS, TOKENIZER_MODEL
 from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, open_tokens
 
 SHORT_SHA = 12  # hex digits shown for a file hash mismatch (both sides); tokenizer mismatches show all 64
-REBUILD = "rebuild it (snakemake -j4 cache/all)"
+REBUILD = "rebuild it (the fix line below)"
 
 
 @dataclass

@@ -34,7 +34,7 @@ def _default_path(args) -> str:
     """PATH, else cache_dir of ./config.yaml (or the default, "cache")."""
     if args.path is not None:
         return args.path
-    return (load_config(DEFAULT_CONFIG_FILE) if os.path.exists(DEFAULT_CONFIG_FILE) else schema_defaults())["cache_dir"]
+    return _config_or_defaults()["cache_dir"]
 
 
 def _bytes_bar(desc: str):
@@ -80,24 +80,32 @@ def register(sub) -> None:
     p.set_defaults(func=run_inspect)
 
 
-def format_check(check, width: int) -> list[str]:
+def format_check(check, width: int, fix: str | None = None) -> list[str]:
     name = check.artifact.name.ljust(width)
     if check.status == "skipped":
         return [f"{name}  skipped ({check.detail})"]
     if check.status == "ok":
         return [f"{name}  ok" + (f"  {check.detail}" if check.detail else "")]
-    return [f"{name if i == 0 else ' ' * width}  FAIL: {problem}" for i, problem in enumerate(check.problems)]
+    lines = [f"{name if i == 0 else ' ' * width}  FAIL: {problem}" for i, problem in enumerate(check.problems)]
+    return lines + ([f"{' ' * width}  fix: {fix}"] if fix and "build it: snakemake" not in lines[0] else [])
+
+
+def _config_or_defaults() -> dict:
+    return load_config(DEFAULT_CONFIG_FILE) if os.path.exists(DEFAULT_CONFIG_FILE) else schema_defaults()
 
 
 def run_verify(args) -> int:
-    from niels_gpt.inspection.verify import verify
+    from niels_gpt.inspection.verify import fix_command, verify
 
     path = _default_path(args)
+    cfg = _config_or_defaults()
     with _bytes_bar("verify") as bar:
-        _, checks, stray = verify(path, tokenizer_path=args.tokenizer, quick=args.quick, on_bytes=bar.update)
+        selection, checks, stray = verify(
+            path, tokenizer_path=args.tokenizer, quick=args.quick, on_bytes=bar.update, config=cfg
+        )
     width = max((len(c.artifact.name) for c in checks), default=0)
     for c in checks:
-        print("\n".join(format_check(c, width)))
+        print("\n".join(format_check(c, width, fix_command(c, selection.root, cfg))))
     for tmp in stray:
         print(f"warn: stray temporary file {tmp} (left by a running or killed build; delete it if no build is running)")
     n = {s: sum(c.status == s for c in checks) for s in ("ok", "FAIL", "skipped")}

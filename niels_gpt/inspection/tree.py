@@ -40,7 +40,10 @@ from niels_gpt.meta import read_meta
 from niels_gpt.token_files import list_shards
 
 SOURCE_FAMILIES = ("pretrain", "sft")  # a folder per source, holding both splits
-BUILD_HINT = "build it with `snakemake -j4 cache/all` (add `--config demo=true` for the offline sample data)"
+BUILD_HINT = (
+    "build it with `snakemake` (the real corpora, into cache/) "
+    "or `snakemake --config demo=true` (the offline sample, into cache-demo/)"
+)
 
 
 @dataclass(frozen=True)

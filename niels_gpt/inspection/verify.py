@@ -33,8 +33,9 @@ from niels_gpt.inspection.checks import (
     verify_stream,
     verify_tokenizer,
 )
+from niels_gpt.inspection.expected import build_command, builds_here, expected_meta_paths
 from niels_gpt.inspection.tree import Artifact, Selection, default_tokenizer_path, find_artifacts, stray_tmp_files
-from niels_gpt.layout import FAMILIES, FORMAT_VERSION, STREAM_FORMAT_VERSION
+from niels_gpt.layout import FAMILIES, FORMAT_VERSION, META, STREAM_FORMAT_VERSION, STREAM_META_SUFFIX
 from niels_gpt.meta import check_required, is_built
 
 VERIFIERS = {"tokenizer": verify_tokenizer, "pretrain": verify_pretrain, "sft": verify_sft, "streams": verify_stream}
@@ -99,10 +100,42 @@ def load_tokenizer(path: Path | None):
         return None, str(e)
 
 
+def missing_checks(selection: Selection, cfg: dict) -> list[Check]:
+    """A failed Check for every artifact `cfg` builds that the whole tree of `selection` lacks."""
+    if not selection.whole_tree or not builds_here(cfg, selection.root):
+        return []
+    found = {os.path.abspath(a.meta_path) for a in selection.artifacts}
+    checks = []
+    for meta in expected_meta_paths(cfg, selection.root):
+        if os.path.abspath(meta) in found:
+            continue
+        name = meta.parent.relative_to(selection.root).as_posix() if meta.name == META else f"streams/{meta.name}"
+        name = name.removesuffix(STREAM_META_SUFFIX)
+        kind = name.split("/")[0]
+        art = Artifact(kind, name, meta.parent, meta)
+        how = build_command(meta, selection.root, cfg, force=False)
+        checks.append(Check(art, "FAIL", [f"missing: never built, or its build failed; build it: {how}"]))
+    return checks
+
+
+def fix_command(check: Check, root, cfg: dict) -> str | None:
+    """The command that rebuilds a failed artifact of a cache tree (None outside a tree)."""
+    if check.status != "FAIL" or root is None or check.artifact.name == "tokenizer in use":
+        return None
+    return build_command(check.artifact.meta_path, root, cfg, force=check.artifact.meta_path.exists())
+
+
 def verify(
-    path: str | os.PathLike, *, tokenizer_path: str | os.PathLike | None = None, quick: bool = False, on_bytes=None
+    path: str | os.PathLike,
+    *,
+    tokenizer_path: str | os.PathLike | None = None,
+    quick: bool = False,
+    on_bytes=None,
+    config: dict | None = None,
 ) -> tuple[Selection, list[Check], list[Path]]:
-    """(selection, one Check per artifact, stray *.tmp files).
+    """(selection, one Check per artifact, stray *.tmp files). With `config`, a whole tree it builds (its
+    cache_dir, cache/ or cache-demo/ under the current folder) is checked against it too: every artifact it
+    builds must be there (missing_checks).
 
     If the tokenizer in use cannot be loaded, a failed "tokenizer in use" check comes first (unless the
     tokenizer artifact itself already failed), and token caches are checked against their own vocab_size.
@@ -112,6 +145,8 @@ def verify(
     tokenizer, tok_problem = load_tokenizer(tok_path)
     ctx = Context(tokenizer, tok_path, quick, on_bytes)
     checks = [verify_artifact(a, ctx) for a in selection.artifacts]
+    if config is not None:
+        checks += missing_checks(selection, config)
     needs_tokenizer = any(c.artifact.family.space == "tokens" and c.status != "skipped" for c in checks)
     reported = any(c.artifact.kind == "tokenizer" and c.status == "FAIL" for c in checks)
     if tok_problem and needs_tokenizer and not reported:

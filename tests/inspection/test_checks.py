@@ -182,4 +182,4 @@ def test_stream_whose_length_differs_from_its_meta_fails(tree, capsys):
 def test_missing_offsets_file_fails(tree, capsys):
     (tree / "sft/y/val_idx.npy").unlink()
     rc, out = verify_cli(capsys, tree, "--quick")
-    assert rc == 1 and "val_idx.npy: missing; rebuild it (snakemake -j4 cache/all)" in line_of(out, "sft/y")
+    assert rc == 1 and "val_idx.npy: missing; rebuild it (the fix line below)" in line_of(out, "sft/y")

@@ -39,7 +39,12 @@ def test_the_path_defaults_to_cache_dir_of_config_yaml(tree, capsys, tmp_path, m
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config.yaml").write_text(f"cache_dir: {tree}\n")
     rc, out, _ = cache_cli(capsys, "verify", "--quick")
-    assert rc == 0 and f"verify {tree}: 5 ok" in out
+    # the config's tree must hold what the config builds: its sources are not x / y / off
+    assert rc == 1 and f"verify {tree}: 5 ok, 11 failed" in out
+    assert (
+        f"sft/primer            FAIL: missing: never built, or its build failed; build it: "
+        f"snakemake {tree}/sft/primer/meta.json"
+    ) in out.splitlines()
     rc, out, _ = cache_cli(capsys, "info")
     assert rc == 0 and row(out, "sft/y", "train", "yes")
 

@@ -35,6 +35,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # Small but real: every rule runs on the sample data through the same code path as the hub.
 SMALL = {
     "demo": True,
+    "cache_dir": "cache",  # the demo's default folder is cache-demo/; these tests read cache/ as a real build would
     "tokenizer": {"vocab_size": 600, "sample_chars": 300_000},
     "sources": {
         "fineweb_edu": {"max_train_tokens": 60_000, "max_val_tokens": 4_000, "val_doc_prob": 0.1},
@@ -370,7 +371,9 @@ def test_config_typo_stops_before_anything_runs(tmp_path):
 def test_readme_demo_config_string_is_accepted(tmp_path):
     # `--config demo=true` arrives as the string 'true' in Snakemake 9; it must still validate
     fresh = make_workdir(tmp_path / "demo")
-    out = snakemake(fresh, "-n", "elsewhere/all", "--config", "demo=true", "seed=7", "cache_dir=elsewhere").stdout
+    out = snakemake(
+        fresh, "-n", "-p", "elsewhere/all", "--quiet", "host", "--config", "demo=true", "seed=7", "cache_dir=elsewhere"
+    ).stdout
     assert '"demo":true' in out and '"seed":7' in out
     # cache_dir places every output: the flag is elsewhere/all, the tokenizer job writes elsewhere/tokenizer
     assert "--out-dir $(dirname elsewhere/tokenizer/spm.model)" in out and not re.search(r"(?<![\w/])cache/", out)
@@ -482,3 +485,120 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
     log = (cache / "logs" / "report" / "leakage.log").read_text()
     assert "error: leakage gate: " in log and f"leakage.max_fraction = {100 * limit:g}%" in log
     assert "pretrain/wikitext val in pretrain/roam train" in log and f"document {longest} (" in log
+
+
+# A failed rebuild never costs the good cache it replaces (niels_gpt/keep.py, rules/hooks.smk).
+
+
+def kept_as_before(workdir: Path, before: dict[str, str], proc: subprocess.CompletedProcess) -> None:
+    """Every artifact byte-identical to `before`, verify all ok, nothing left in .previous/."""
+    cache = workdir / "cache"
+    assert artifact_hashes(cache) == before, proc.stderr[-3000:]
+    assert all(status == "ok" for _, status, _ in verify_all(cache))
+    assert not (cache / ".previous").exists()
+
+
+def test_a_value_the_tokenizer_job_refuses_keeps_the_previous_tokenizer(copy_of_built):
+    before = artifact_hashes(copy_of_built / "cache")
+    too_many = {"tokenizer": {"vocab_size": 60_000}}  # fits uint16, but not the sample: only the job can tell
+    proc = snakemake(copy_of_built, "-j2", "cache/all", extra_config=too_many, check=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("  error: tokenizer.vocab_size=60,000 is more than the training sample supports")
+    assert "tokenizer failed; kept the previous cache/tokenizer/ (2 outputs): it is there as before the run" in lines
+    kept_as_before(copy_of_built, before, proc)
+    # Snakemake's record of the tokenizer came back with it: the next run tries the value again, the old one
+    # has nothing to do
+    assert planned_jobs(copy_of_built, extra_config=too_many).get("tokenizer") == 1
+    assert planned_jobs(copy_of_built) == {}
+
+
+def test_a_bad_primer_line_keeps_the_previous_primer_cache_and_ends_the_output(copy_of_built):
+    primer = copy_of_built / "data" / "primer.jsonl"
+    good = primer.read_bytes()
+    primer.write_bytes(good + b'{"messages": "not a list"}\n')
+    before = artifact_hashes(copy_of_built / "cache")
+    proc = snakemake(copy_of_built, "--nocolor", "cache/sft/primer/meta.json", check=False)  # as written: no -j
+    assert proc.returncode == 1
+    line = good.count(b"\n") + 1
+    assert (
+        proc.stderr.strip().splitlines()[-1] == f"  error: data/primer.jsonl:{line}: 'messages' must be a list, got str"
+    )
+    kept_as_before(copy_of_built, before, proc)
+    assert planned_jobs(copy_of_built) == {"sft": 1, **READS_SFT}  # the file is still bad: the next run tries again
+    primer.write_bytes(good)
+    assert planned_jobs(copy_of_built) == {}  # the cache is the one built from this file
+
+
+def test_a_killed_tokenizer_job_keeps_the_previous_tokenizer(copy_of_built):
+    import signal
+    import time
+
+    import psutil
+
+    before = artifact_hashes(copy_of_built / "cache")
+    cmd = [*SNAKEMAKE, "-j2", "-R", "tokenizer", "cache/all", "--configfile", "config.yaml", "overrides.yaml"]
+    env = {**os.environ, **OFFLINE, "HF_HOME": str(copy_of_built / ".hf")}
+    run = subprocess.Popen(cmd, cwd=copy_of_built, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job, deadline = None, time.monotonic() + 120
+        while job is None and time.monotonic() < deadline and run.poll() is None:
+            for child in psutil.Process(run.pid).children(recursive=True):
+                try:
+                    if "build-tokenizer" in child.cmdline() and child.name().startswith("python"):
+                        job = child
+                except psutil.NoSuchProcess:
+                    pass
+            time.sleep(0.05)
+        assert job is not None, "the tokenizer job never started"
+        time.sleep(1.0)  # mid-way: sampling or training
+        job.send_signal(signal.SIGKILL)
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    proc = subprocess.CompletedProcess(cmd, run.returncode, out, err)
+    assert run.returncode == 1, err[-3000:]
+    assert "tokenizer failed; kept the previous cache/tokenizer/ (2 outputs)" in err
+    kept_as_before(copy_of_built, before, proc)
+    assert planned_jobs(copy_of_built) == {}  # the forced rerun never finished: the tokenizer is the one it had
+
+
+def test_a_build_prints_its_jobs_and_one_result_line_each_not_their_settings(copy_of_built):
+    (copy_of_built / "cache" / "sft" / "primer" / "meta.json").unlink()
+    proc = snakemake(copy_of_built, "-j2", "cache/all")
+    out = proc.stdout + proc.stderr
+    assert "niels_gpt: built" in out
+    assert re.search(r"^  sft \(source=primer\): train \d+ examples, val \d+ examples; train [\d,]+ tokens", out, re.M)
+    assert '"seed"' not in out and max(len(line) for line in out.splitlines()) < 200  # the settings stay in the logs
+
+
+def test_demo_and_real_builds_have_their_own_cache_folders(tmp_path):
+    fresh = make_workdir(tmp_path / "both")
+    overrides = json.loads((fresh / "overrides.yaml").read_text())
+    del overrides["cache_dir"]  # the defaults, as in config.yaml
+    (fresh / "overrides.yaml").write_text(json.dumps(overrides))
+
+    def planned_outputs(*args):
+        out = snakemake(fresh, "-n", "--quiet", "host", *args).stdout
+        return set(re.findall(r"^    output: (.*)$", out, re.M))
+
+    demo = ", ".join(planned_outputs("--config", "demo=true")).split(", ")
+    real = ", ".join(planned_outputs("--config", "demo=false")).split(", ")
+    assert demo and all(p.startswith("cache-demo/") for p in demo), demo
+    assert real and all(p.startswith("cache/") for p in real), real
+    wrong = snakemake(fresh, "-n", "cache/all", "--config", "demo=true", check=False)
+    assert wrong.returncode == 1
+    assert "cache/all: with demo=true the caches live in cache-demo/, not cache/" in wrong.stdout + wrong.stderr
+
+
+def test_a_mixture_on_the_command_line_replaces_the_files_mixture(built):
+    # config.yaml's mix has dolly15k 0.2: merged key by key this would sum to 1.2 and be refused
+    jobs = planned_jobs(built, "--config", "sft={mix: {primer: 0.3, oasst1: 0.7}}")
+    assert jobs == {"report_sft": 1, "all": 1}
+
+
+def test_a_vocabulary_beyond_uint16_is_refused_by_a_dry_run(built):
+    proc = snakemake(built, "-n", "cache/all", "--config", "tokenizer={vocab_size: 70000}", check=False)
+    assert proc.returncode == 1
+    assert "key 'tokenizer.vocab_size': 70000 is greater than the maximum of 65532" in proc.stdout + proc.stderr
