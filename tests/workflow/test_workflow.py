@@ -602,3 +602,24 @@ def test_a_vocabulary_beyond_uint16_is_refused_by_a_dry_run(built):
     proc = snakemake(built, "-n", "cache/all", "--config", "tokenizer={vocab_size: 70000}", check=False)
     assert proc.returncode == 1
     assert "key 'tokenizer.vocab_size': 70000 is greater than the maximum of 65532" in proc.stdout + proc.stderr
+
+
+def test_verify_names_a_deleted_shard_and_its_fix_rebuilds_it(copy_of_built):
+    """The fix verify prints is a command that works as printed (a shard sits inside a folder output, which
+    `snakemake cache/all` does not look into)."""
+    shard = copy_of_built / "cache" / "pretrain" / "wikitext" / "train" / "shard_00001.bin"
+    want = shard.read_bytes()
+    shard.unlink()
+    verify = subprocess.run(
+        [sys.executable, "-m", "niels_gpt.cache.cli", "verify", "cache"],
+        cwd=copy_of_built,
+        capture_output=True,
+        text=True,
+    )
+    assert verify.returncode == 1
+    fix = [ln.split("fix: ", 1)[1] for ln in verify.stdout.splitlines() if "fix: " in ln]
+    assert fix == ["snakemake -f cache/pretrain/wikitext/meta.json"], verify.stdout
+    command = fix[0].split()
+    snakemake(copy_of_built, "--nocolor", *command[1:])  # as printed (the test's config files come first)
+    assert shard.read_bytes() == want
+    assert all(status == "ok" for _, status, _ in verify_all(copy_of_built / "cache"))
