@@ -25,7 +25,37 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_config_yaml_states_every_default():
     with open(ROOT / "config.yaml") as f:
-        assert yaml.safe_load(f) == schema_defaults()
+        stated = yaml.safe_load(f)
+    assert stated["cache_dir"] is None  # null: cache/ for the real build, cache-demo/ for the demo
+    assert prepare_config(stated) == schema_defaults() and schema_defaults()["cache_dir"] == "cache"
+    assert {**stated, "cache_dir": "cache"} == schema_defaults()  # every other key with its default, as is
+
+
+def test_the_demo_and_the_real_build_default_to_their_own_cache_folders():
+    assert prepare_config({"demo": True})["cache_dir"] == "cache-demo"
+    assert prepare_config({"demo": "true"})["cache_dir"] == "cache-demo"  # as --config demo=true arrives
+    assert prepare_config({})["cache_dir"] == "cache"
+    assert prepare_config({"demo": True, "cache_dir": "mine"})["cache_dir"] == "mine"
+
+
+def test_a_vocabulary_beyond_uint16_and_a_tokenizer_with_nothing_to_train_on_are_refused():
+    with pytest.raises(ConfigError, match="'tokenizer.vocab_size': 65533 is greater than the maximum of 65532"):
+        prepare_config({"tokenizer": {"vocab_size": 65533}})
+    assert prepare_config({"tokenizer": {"vocab_size": 65532}})["tokenizer"]["vocab_size"] == 65532
+    off = {name: {"enabled": False} for name in ("fineweb_edu", "wikitext", "gutenberg", "roam")}
+    with pytest.raises(ConfigError, match="no pretrain source is enabled to train the tokenizer on"):
+        prepare_config({"sources": off})
+    prepare_config({"sources": off, "tokenizer": {"model_path": "mine.model"}})  # an adopted model needs none
+
+
+def test_a_mixture_from_the_command_line_replaces_the_files_mixture():
+    from niels_gpt.config import replace_mixtures
+
+    config = {"sft": {"mix": {"primer": 0.1, "oasst1": 0.7, "dolly15k": 0.2}, "t_max": 9}}
+    replace_mixtures(config, {"sft": {"mix": {"primer": 0.3, "oasst1": 0.7}}, "seed": 1})
+    assert config["sft"] == {"mix": {"primer": 0.3, "oasst1": 0.7}, "t_max": 9}
+    replace_mixtures(config, {"sft": {"t_max": 5}})  # no mixture given: nothing replaced
+    assert config["sft"]["mix"] == {"primer": 0.3, "oasst1": 0.7}
 
 
 def _walk(node, path=""):

@@ -33,7 +33,7 @@ def test_every_row_names_a_key_of_the_validated_config():
 def test_defaults_are_the_validated_defaults():
     config, rows = prepare_config({}), _rows()
     assert rows["seed"] == f"`{config['seed']}`" and rows["demo"] == "`false`"
-    assert rows["cache_dir"] == f'`"{config["cache_dir"]}"`'
+    assert rows["cache_dir"] == "`null`" and config["cache_dir"] == "cache"  # null: cache/ or cache-demo/
 
 
 def test_the_table_replaces_only_what_stands_between_the_markers():
