@@ -341,3 +341,49 @@ def test_readme_lists_every_default_hub_dataset_with_what_the_hub_has():
         assert cells[2] == (f"`{s['config']}`" if s.get("config") else "none"), source
         assert cells[3].startswith(f"`{s.get('split') or s['train_split']}`") and cells[4], source
     assert "| gutenberg (alternative) | `manu/project_gutenberg` | none | `en` |" in section
+
+
+def everyday_lines() -> list[str]:
+    """The commands of README's "Everyday use" block, as written (comments dropped)."""
+    block = readme().split("## Everyday use", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_every_everyday_line_of_the_readme_runs_as_written(build, hub_root, tmp_path):
+    """Each line as a user types it (no --configfile, no -j added), in a checkout whose config.yaml holds
+    the shared build's small settings: the real lines read the loopback hub, the demo line the sample."""
+    import shlex
+
+    import yaml
+
+    from niels_gpt.config import deep_merge
+    from tests.workflow.test_workflow import artifact_hashes
+
+    workdir = Path(shutil.copytree(build.workdir, tmp_path / "wf", symlinks=True))
+    (workdir / "data" / "sample").symlink_to(ROOT / "data" / "sample")
+    gutenberg = yaml.safe_load(readme_gutenberg_config().split("=", 1)[1])
+    gutenberg["gutenberg"]["demo_data_files"] = {"en": "data/sample/gutenberg_raw/*.parquet"}  # its split for the demo
+    config = deep_merge(deep_merge(yaml.safe_load((ROOT / "config.yaml").read_text()), SMALL), {"sources": gutenberg})
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    (workdir / "cache" / "sft" / "primer" / "meta.json").unlink()  # the one-artifact line has work to do
+    real_before = artifact_hashes(workdir / "cache")
+    lines = everyday_lines()
+    assert any("demo=true" in line for line in lines) and any(line.startswith("snakemake -R") for line in lines)
+    with HubServer(hub_root[0]) as server:
+        env = hub_env(server, workdir / ".hf")
+        for line in lines:
+            words = shlex.split(line)
+            head = SNAKEMAKE if words[0] == "snakemake" else [sys.executable] if words[0] == "python" else None
+            assert head is not None, line
+            proc = subprocess.run(
+                [*head, *words[1:]], cwd=workdir, capture_output=True, text=True, env=env, timeout=600
+            )
+            assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+            if "demo=true" in line:  # the demo has its own folder: the real caches are untouched
+                assert (workdir / "cache-demo" / "all").exists()
+                assert {k: v for k, v in artifact_hashes(workdir / "cache").items() if "primer" not in k} == {
+                    k: v for k, v in real_before.items() if "primer" not in k
+                }
+    assert (workdir / "cache" / "report.html").exists() and (
+        workdir / "cache" / "sft" / "primer" / "meta.json"
+    ).exists()
