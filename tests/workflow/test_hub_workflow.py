@@ -7,10 +7,10 @@ its real layout. The hub is stopped once the build is done. The checks: every ca
 cache built from hub data records the dataset and the commit it read, streamed sources were streamed
 (range reads only), a dry run asks the hub nothing, a revision pinned to the commit builds the same
 bytes, a dataset, config, split or revision the repository lacks fails the job with one line naming it
-and what the repository has, a hub that stays down fails the Snakemake job with one line in its log and
-nothing published (the rerun with the hub back builds the same bytes), and, offline (HF_HUB_OFFLINE=1,
-the hub gone), the prepared sources rebuild from the local cache while the streamed ones fail with the
-offline message.
+and what the repository has, a hub that stays down fails the Snakemake job with one line in its log,
+half-made files removed and the previous good cache kept (the rerun with the hub back builds the same
+bytes), and, offline (HF_HUB_OFFLINE=1, the hub gone), the prepared sources rebuild from the local
+cache while the streamed ones fail with the offline message.
 """
 
 from __future__ import annotations
@@ -244,8 +244,8 @@ def test_a_hub_that_stays_down_fails_the_snakemake_job_with_one_line_and_the_rer
     build, hub_root, tmp_path
 ):
     """The job as Snakemake runs it: the fineweb-edu revision info answers 503 for every try (nobody
-    retries it but us, made short here), so the job fails with one line in its log and publishes nothing; with the hub
-    back the same command builds the cache the shared build built."""
+    retries it but us, made short here), so the job fails with one line in its log and the previous cache
+    is kept; with the hub back the same command builds the cache the shared build built."""
     workdir = tmp_path / "wf"
     shutil.copytree(build.workdir, workdir, symlinks=True)
     overrides = json.loads((workdir / "overrides.yaml").read_text())
@@ -264,11 +264,15 @@ def test_a_hub_that_stays_down_fails_the_snakemake_job_with_one_line_and_the_rer
         last = log.strip().splitlines()[-1]
         assert last.startswith(f"error: cannot reach hub dataset {FINEWEB!r}") and "503" in last, log[-3000:]
         assert "Traceback" not in log and down.hits == 2  # hub.attempts tries, then the one line
-        published = [p for p in (workdir / "cache" / rel).rglob("*") if p.is_file()]
-        assert published == [], published  # no meta.json, no shard: nothing that looks complete
+        # nothing half-made, and the good cache the forced rebuild was replacing is back (niels_gpt/keep.py)
+        assert not list((workdir / "cache" / rel).rglob("*.tmp"))
+        kept = f"pretrain (source=fineweb_edu) failed; kept the previous cache/{rel}/ (3 outputs)"
+        assert kept in failed.stderr and failed.stderr.strip().splitlines()[-1] == f"  {last}", failed.stderr[-3000:]
+        for name in ("train/shard_00000.bin", "val/shard_00000.bin", "meta.json"):
+            assert (workdir / "cache" / rel / name).read_bytes() == (build.cache / rel / name).read_bytes(), name
 
         server.faults.clear()
-        snakemake(workdir, env, *target)  # the job's outputs are gone: it runs again
+        snakemake(workdir, env, *target)  # the kept cache is the one Snakemake recorded: the same build again
     for name in ("train/shard_00000.bin", "val/shard_00000.bin", "meta.json"):
         assert (workdir / "cache" / rel / name).read_bytes() == (build.cache / rel / name).read_bytes(), name
 
