@@ -1,18 +1,19 @@
 # niels_gpt data pipeline: raw text and chat corpora -> verified on-disk token caches.
 #
 #   snakemake -j4 cache/all                      every enabled cache (default target)
-#   snakemake -j4 cache/all --config demo=true   the same DAG on the bundled offline sample data
+#   snakemake --config demo=true                 the same DAG on the bundled offline sample data, into cache-demo/
 #   snakemake cache/sft/primer/meta.json         one artifact and what it needs
 #   snakemake -n cache/all                       dry run: what would be (re)built, and why
 #   snakemake --report cache/report.html         after cache/all: the HTML report of its figures (offline)
 #
-# Output tree ({cache} = config cache_dir, default "cache"):
+# Output tree ({cache} = config cache_dir; null: "cache", or "cache-demo" with demo=true):
 #   {cache}/tokenizer/spm.model, meta.json                       rules/tokenizer.smk
 #   {cache}/pretrain/{source}/{train,val}/shard_NNNNN.bin        rules/pretrain.smk
 #   {cache}/pretrain/{source}/meta.json                            (lists its shards; written last)
 #   {cache}/sft/{source}/{train,val}_tokens.bin, _idx.npy, meta.json     rules/sft.smk
 #   {cache}/streams/{source}_{train,val}.bin, .meta.json          rules/streams.smk
 #   {cache}/report/*.svg, leakage_table.html, leakage.json        rules/report.smk (figures, leakage audit)
+#   {cache}/.previous/                                           during a run: the outputs being rebuilt (rules/hooks.smk)
 #   {cache}/all                                                   flag: everything above is built
 #   {cache}/logs/..., {cache}/benchmarks/...                      one log / timing per job
 
