@@ -10,7 +10,9 @@ it was replacing. The workflow's hooks call this module instead:
   onerror    `restore`: a job whose outputs are not all there (it failed, or was stopped) gets its previous
              outputs moved back, with their records, so the next run rebuilds it exactly when it would have
              before the failed run. A job that finished, or never started, keeps what it has.
-A run killed before its hooks ran leaves .previous/ behind; the next run's `snapshot` restores from it first.
+Each run links into its own folder, .previous/{host}-{pid}/ (runs building different targets may overlap);
+a run killed before its hooks ran leaves its folder behind, and the next run's `snapshot` restores from it
+first once that process is gone (`recover`).
 The builders write new files under temporary names and rename them (new inodes), so a link keeps the old
 bytes whatever a job does. .previous/ sits inside the cache folder (hard links need one file system) and is
 a dot folder, so the cache-tree walker never takes it for an artifact.
@@ -22,6 +24,7 @@ import errno
 import json
 import os
 import shutil
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,61 +121,103 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def _read_manifest(keep: Path) -> list[Group]:
+def _read_manifest(folder: Path) -> list[Group]:
     try:
-        groups = json.loads((keep / MANIFEST).read_text(encoding="utf-8"))["groups"]
+        groups = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["groups"]
     except (OSError, ValueError, KeyError):
-        return []  # killed before the manifest was written: nothing had been deleted yet
+        return []  # stopped before the manifest was written: nothing had been deleted yet
     return [Group(**g) for g in groups]
 
 
-def snapshot(groups: list[Group], cache_dir: str | os.PathLike, records: Records | None = None) -> list[Group]:
-    """Link the existing outputs of `groups` (the jobs about to run) into {cache}/.previous/.
+@dataclass(frozen=True)
+class Kept:
+    """One run's links: its own folder {cache}/.previous/{host}-{pid}/ (runs that build different targets of
+    one workflow may overlap: each keeps and restores only its own)."""
 
-    Restores first from a .previous/ that a killed run left behind. Returns what the killed run's
-    restore put back (usually nothing)."""
+    cache: Path
+    folder: Path
+
+
+def _owner_alive(folder: Path) -> bool:
+    """Whether the run that made `folder` may still be running: another host's, or a live pid of this one."""
+    host, _, pid = folder.name.rpartition("-")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover(cache_dir: str | os.PathLike, records: Records | None = None) -> list[Group]:
+    """Restore from the folders of runs that were killed before their hooks ran (their process is gone)."""
     cache = Path(cache_dir)
-    keep = previous_dir(cache)
-    recovered = restore(cache, records) if keep.exists() else []
+    root = previous_dir(cache)
+    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    recovered = []
+    for folder in folders:
+        if not _owner_alive(folder) or folder.name == _run_name():
+            recovered += restore(Kept(cache, folder), records)
+    return recovered
+
+
+def _run_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def snapshot(
+    groups: list[Group], cache_dir: str | os.PathLike, records: Records | None = None
+) -> tuple[Kept, list[Group]]:
+    """Link the existing outputs of `groups` (the jobs about to run) into this run's folder of .previous/.
+
+    First restores what killed runs left behind (`recover`). Returns (this run's Kept, what was recovered)."""
+    cache = Path(cache_dir)
+    recovered = recover(cache, records)
+    kept = Kept(cache, previous_dir(cache) / _run_name())
     saved = []
     for group in groups:
         present = [p for p in group.outputs if _inside(p, cache) is not None and os.path.lexists(p)]
         if not present:
             continue
         for path in present:
-            _link_tree(Path(path), keep / _inside(path, cache))
+            _link_tree(Path(path), kept.folder / _inside(path, cache))
         group.present = present
         group.records = {p: records.read(p) for p in group.outputs} if records else {}
         saved.append(group)
     if saved:
-        tmp = keep / (MANIFEST + ".tmp")
+        tmp = kept.folder / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps({"groups": [vars(g) for g in saved]}, indent=1), encoding="utf-8")
-        os.replace(tmp, keep / MANIFEST)
-    return recovered
+        os.replace(tmp, kept.folder / MANIFEST)
+    return kept, recovered
 
 
-def restore(cache_dir: str | os.PathLike, records: Records | None = None) -> list[Group]:
-    """Put back the previous outputs of every job whose outputs are not all there; drop the rest of
-    .previous/. Returns the groups put back."""
-    cache = Path(cache_dir)
-    keep = previous_dir(cache)
+def restore(kept: Kept, records: Records | None = None) -> list[Group]:
+    """Put back the previous outputs of every job whose outputs are not all there; drop the rest of the
+    run's folder. Returns the groups put back."""
     restored = []
-    for group in _read_manifest(keep):
+    for group in _read_manifest(kept.folder):
         if all(os.path.lexists(p) for p in group.outputs):
             continue  # rebuilt, or never started
         for path in group.outputs:
             _remove(Path(path))  # whatever the stopped job left
         for path in group.present:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(keep / _inside(path, cache), path)
+            os.replace(kept.folder / _inside(path, kept.cache), path)
         if records:
             for path in group.outputs:
                 records.write(path, group.records.get(path))
         restored.append(group)
-    discard(cache)
+    discard(kept)
     return restored
 
 
-def discard(cache_dir: str | os.PathLike) -> None:
-    """Drop .previous/ (the outputs it held were rebuilt)."""
-    shutil.rmtree(previous_dir(cache_dir), ignore_errors=True)
+def discard(kept: Kept) -> None:
+    """Drop the run's folder (the outputs it held were rebuilt), and .previous/ once it is empty."""
+    shutil.rmtree(kept.folder, ignore_errors=True)
+    try:
+        kept.folder.parent.rmdir()
+    except OSError:
+        pass  # another run's folder is still there

@@ -8,17 +8,18 @@ RUN = {}
 onstart:
     RUN["records"] = keep.Records.of(workflow)
     RUN["groups"] = keep.jobs_to_run(workflow)
-    for group in keep.snapshot(RUN["groups"], CACHE, RUN["records"]):
+    RUN["kept"], recovered = keep.snapshot(RUN["groups"], CACHE, RUN["records"])
+    for group in recovered:
         print(f"niels_gpt: put back the previous outputs of {group.job} (an earlier run was stopped)")
 
 
 onsuccess:
-    keep.discard(CACHE)
+    keep.discard(RUN["kept"])
     print(run_summary.success_message(RUN.get("groups", [])))
 
 
 onerror:
     failed_jobs = run_summary.failed(RUN.get("groups", []))
-    restored = keep.restore(CACHE, RUN.get("records"))
+    restored = keep.restore(RUN["kept"], RUN.get("records")) if "kept" in RUN else []
     print(run_summary.failure_message(failed_jobs, restored), file=sys.stderr)
     raise SystemExit(1)  # after the error line, not Snakemake's closing lines

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
-from niels_gpt.keep import Group, discard, previous_dir, restore, snapshot
+from niels_gpt.keep import Group, Kept, discard, previous_dir, recover, restore, snapshot
 
 
 def write(path: Path, data: bytes) -> str:
@@ -71,7 +74,7 @@ def test_a_failed_job_gets_its_previous_outputs_and_records_back(tmp_path):
     before = tree(cache)
     groups = [sft_group(cache), pretrain_group(cache)]
     records = FakeRecords({p: {"params": ["old"]} for g in groups for p in g.outputs})
-    snapshot(groups, cache, records)
+    kept, _ = snapshot(groups, cache, records)
     for g in groups:  # both start: Snakemake deletes their outputs
         delete_outputs(g)
     # the pretrain job finishes with one shard fewer; the SFT job fails after Snakemake wrote its record
@@ -79,7 +82,7 @@ def test_a_failed_job_gets_its_previous_outputs_and_records_back(tmp_path):
     write(cache / "pretrain" / "roam" / "meta.json", b'{"new": 2}')
     for p in groups[0].outputs:
         records.write(p, {"params": ["new"]})
-    restored = restore(cache, records)
+    restored = restore(kept, records)
     assert [g.job for g in restored] == ["sft (source=primer)"]
     after = tree(cache)
     assert after["sft/primer/train_tokens.bin"] == b"old tokens" and after["sft/primer/meta.json"] == b'{"old": 1}'
@@ -99,10 +102,10 @@ def test_a_stopped_job_loses_its_half_written_outputs_to_the_previous_ones(tmp_p
     build_old(cache)
     before = tree(cache)
     group = pretrain_group(cache)
-    snapshot([group], cache)
+    kept, _ = snapshot([group], cache)
     delete_outputs(group)
     write(cache / "pretrain" / "roam" / "train" / "shard_00000.bin", b"half")  # killed before its meta.json
-    assert [g.job for g in restore(cache)] == ["pretrain (source=roam)"]
+    assert [g.job for g in restore(kept)] == ["pretrain (source=roam)"]
     assert tree(cache) == before
 
 
@@ -110,9 +113,9 @@ def test_the_links_share_the_bytes_and_a_rename_over_the_output_leaves_the_kept_
     cache = tmp_path / "cache"
     build_old(cache)
     group = sft_group(cache)
-    snapshot([group], cache)
+    run, _ = snapshot([group], cache)
     out = Path(group.outputs[0])
-    kept = previous_dir(cache) / "sft" / "primer" / "train_tokens.bin"
+    kept = run.folder / "sft" / "primer" / "train_tokens.bin"
     assert os.path.samefile(out, kept)  # a hard link: no bytes copied
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_bytes(b"new tokens")
@@ -120,19 +123,32 @@ def test_the_links_share_the_bytes_and_a_rename_over_the_output_leaves_the_kept_
     assert kept.read_bytes() == b"old tokens"
 
 
-def test_a_run_killed_before_its_hooks_is_put_right_by_the_next_snapshot(tmp_path):
+def test_a_run_killed_before_its_hooks_is_put_right_by_the_next_run_and_a_live_run_is_left_alone(tmp_path):
     cache = tmp_path / "cache"
     build_old(cache)
     before = tree(cache)
     group = sft_group(cache)
-    snapshot([group], cache)
+    kept, _ = snapshot([group], cache)
     delete_outputs(group)  # ... and Snakemake was killed: no onerror
-    recovered = snapshot([sft_group(cache)], cache)
-    assert [g.job for g in recovered] == ["sft (source=primer)"]
-    assert tree(cache) == before
-    assert (previous_dir(cache) / "sft" / "primer" / "meta.json").exists()  # the new run's snapshot
-    discard(cache)
+    dead = kept.folder.with_name(f"{socket.gethostname()}-{dead_pid()}")
+    kept.folder.rename(dead)  # as if another process, now gone, had made it
+    live = Kept(cache, previous_dir(cache) / f"{socket.gethostname()}-1")  # pid 1 never ends: a run in progress
+    shutil.copytree(dead, live.folder, copy_function=os.link)
+    assert [g.job for g in recover(cache)] == ["sft (source=primer)"]
+    assert tree(cache) == before and not dead.exists() and live.folder.exists()
+    new, recovered = snapshot([sft_group(cache)], cache)
+    assert recovered == [] and (new.folder / "sft" / "primer" / "meta.json").exists()
+    discard(new)
+    assert live.folder.exists()  # the other run's links are its own
+    discard(live)
     assert not previous_dir(cache).exists()
+
+
+def dead_pid() -> int:
+    """A pid no process has now."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
 
 
 def test_a_first_build_has_nothing_to_keep_and_jobs_that_never_started_keep_what_they_have(tmp_path):
@@ -140,6 +156,6 @@ def test_a_first_build_has_nothing_to_keep_and_jobs_that_never_started_keep_what
     build_old(cache)
     before = tree(cache)
     new = Group("streams (source=wiki)", [str(cache / "streams" / "wiki_train.bin")], logs=[])
-    snapshot([new, sft_group(cache)], cache)
-    assert restore(cache) == []  # wiki never existed; sft never started, so Snakemake deleted nothing
+    kept, _ = snapshot([new, sft_group(cache)], cache)
+    assert restore(kept) == []  # wiki never existed; sft never started, so Snakemake deleted nothing
     assert tree(cache) == before
