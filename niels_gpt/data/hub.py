@@ -32,15 +32,13 @@ import itertools
 import logging
 import os
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
+from niels_gpt.data import retry
 from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
-from niels_gpt.data.retry import RetryPolicy, cause_chain
-from niels_gpt.data.retry import call as call_with_retries
-from niels_gpt.data.retry import prepare as prepare_retries
+from niels_gpt.data.retry import RetryPolicy
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -107,41 +105,16 @@ class SourceUnavailableError(ConnectionError):
     """A hub dataset could not be reached (offline, DNS, timeout). Never replaced by sample data."""
 
 
-def _connection_error_types() -> tuple[type[BaseException], ...]:
-    """What datasets / huggingface_hub / requests / aiohttp raise when the network is not there."""
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    try:
-        from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-        types += [OfflineModeIsEnabled, LocalEntryNotFoundError]  # not in the local cache and no network
-    except ImportError:
-        pass
-    try:
-        from huggingface_hub.utils import httpx
-
-        types.append(httpx.TransportError)  # ConnectError, TimeoutException, NetworkError, ProxyError
-    except (ImportError, AttributeError):
-        pass
-    if "requests" in sys.modules:
-        import requests
-
-        types += [requests.ConnectionError, requests.Timeout]
-    if "aiohttp" in sys.modules:
-        from aiohttp import ClientConnectionError
-
-        types.append(ClientConnectionError)
-    return tuple(types)
-
-
 def is_unreachable_error(exc: BaseException) -> bool:
-    """True if `exc` or anything in its cause/context chain is a connection or offline-mode error."""
-    types = _connection_error_types()
-    return any(isinstance(e, types) for e in cause_chain(exc))
+    """True if waiting cannot help: the hub's name does not resolve or offline mode is on (retry.classify)."""
+    return retry.classify(exc) == retry.UNREACHABLE
 
 
 def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:
     what = f"{dataset_id!r}" + (f" (config {config!r})" if config else "")
-    return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {exc}. {DEMO_HINT}.")
+    return SourceUnavailableError(
+        f"cannot reach hub dataset {what}: {type(exc).__name__}: {retry.short(exc, 300)}. {DEMO_HINT}."
+    )
 
 
 class HubDatasetError(ValueError):
@@ -239,11 +212,11 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
     if read.local:
         return open_local(read, prov)
     prov.update({"local": False, "revision_requested": read.revision, "revision": None})
-    prepare_retries(read.retry)
+    retry.configure(read.retry)
     try:
-        ds = call_with_retries(lambda: _load(read), what="load_dataset", policy=read.retry)
+        ds = retry.call(lambda: _load(read), what="load_dataset", policy=read.retry)
     except Exception as e:
-        if is_unreachable_error(e):
+        if retry.classify(e) != retry.PERMANENT or isinstance(e, retry.RetriesExhausted):
             raise unavailable(read.dataset_id, read.config, e) from e
         missing = hub_dataset_error(read, e)
         if missing is not None:
@@ -275,6 +248,7 @@ def _load(read: HubRead):
     import datasets
 
     seen = _FallbackSeen()
+    retry.take_unreachable()
     logger = logging.getLogger("datasets.load")
     logger.addHandler(seen)
     try:
@@ -423,6 +397,6 @@ def iter_rows(
     except SourceUnavailableError:
         raise
     except Exception as e:
-        if not read.local and is_unreachable_error(e):
+        if not read.local and retry.classify(e) != retry.PERMANENT:
             raise unavailable(read.dataset_id, read.config, e) from e
         raise

@@ -471,7 +471,7 @@ class ShuffledStream:
         retries = self.retries  # the tries after the first of every failed read so far
         return StreamUnavailable(
             f"{self._what()}: a read of the stream failed {tries} time{'s' if tries != 1 else ''} in a row "
-            f"({retries} retr{'ies' if retries != 1 else 'y'} in all, the last after {waited:.0f} s of waiting; "
+            f"({retries} retr{'ies' if retries != 1 else 'y'} in all, given up {waited:.0f} s after the first failure; "
             f"last error: {type(exc).__name__}: {retry.short(exc)}); {self.yielded:,} rows read so far",
             rows_read=self.yielded,
             retries=retries,

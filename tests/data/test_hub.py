@@ -201,3 +201,27 @@ def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("OK")
     assert "no-such-org/no-such-dataset-1f3a" in res.stdout and "demo=true" in res.stdout and "--demo" in res.stdout
+
+
+def test_a_hub_whose_name_does_not_resolve_fails_within_seconds_naming_the_dataset_and_demo(tmp_path):
+    """No network (a DNS failure on every host: socket.getaddrinfo refuses): no retry by either layer,
+    one line naming the dataset and the demo switch."""
+    code = textwrap.dedent("""
+        import socket, time
+        def no_dns(*args, **kwargs):
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        socket.getaddrinfo = no_dns
+        from niels_gpt.data.hub import HubRead, SourceUnavailableError, open_dataset
+        start = time.monotonic()
+        try:
+            open_dataset(HubRead("HuggingFaceFW/fineweb-edu", "CC-MAIN-2024-10", streaming=True))
+        except SourceUnavailableError as e:
+            print(f"{time.monotonic() - start:.1f}", e)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update({"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": "https://huggingface.co", "HF_HUB_DISABLE_XET": "1"})
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    seconds, message = res.stdout.strip().split(" ", 1)
+    assert float(seconds) < 5 and "\n" not in message, res.stdout
+    assert "HuggingFaceFW/fineweb-edu" in message and "demo=true" in message and "resolve" in message
