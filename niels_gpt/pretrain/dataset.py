@@ -123,6 +123,11 @@ class PretrainTokenStreamDataset:
         too_short = self.n_tokens - sum(self.shard_tokens[i] for i in usable)
         self.epoch_dropped_tokens = self._tiling.dropped_tokens + too_short  # tokens in no stride-T window
 
+    @property
+    def window_views(self) -> list[np.ndarray]:
+        """The (n - T, T+1) window view of every usable shard (what draw_windows and locate index)."""
+        return self._windows
+
     def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
         window = torch.randint(0, self.num_windows, (B,), generator=generator).numpy()
@@ -141,10 +146,13 @@ class PretrainTokenStreamDataset:
         """Stride-T windows of T+1 tokens over the usable shards (the items of an epoch)."""
         return self._tiling.num_windows
 
+    def locate(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(index into usable_shards, start token) of stride-T windows `ids` (0..len-1)."""
+        return self._tiling.locate(ids)
+
     def rows(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """(x, y): C-contiguous int64 numpy arrays (len(ids), T) of stride-T windows `ids` (0..len-1)."""
-        shard, start = self._tiling.locate(ids)
-        return split_xy(gather_rows(self._windows, shard, start))
+        return split_xy(gather_rows(self._windows, *self.locate(ids)))
 
     @property
     def identity(self) -> str:

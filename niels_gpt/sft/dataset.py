@@ -228,11 +228,9 @@ class SFTExampleDataset:
         y = np.ascontiguousarray(seq[:, 1:])
         return np.ascontiguousarray(seq[:, :-1]), y, np.where(active[:, 1:], y, self.ignore_index)
 
-    def get_batch(self, *, B: int, generator=None):
-        """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
+    def draw_items(self, B: int, generator=None) -> np.ndarray:
+        """B items (int64) drawn uniformly with replacement: get_batch's one draw (refused when there are none)."""
         import torch
-
-        from niels_gpt.to_device import to_device
 
         on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self._split_name())
         if not self.num_examples and on_purpose:
@@ -245,8 +243,13 @@ class SFTExampleDataset:
                 f"{self.tokens_path}: no example has a loss-active target within T+1={self.T + 1} tokens "
                 f"({self.num_examples:,} examples, {self.num_excluded:,} excluded); nothing to sample"
             )
-        ids = torch.randint(len(self), (B,), generator=generator).numpy()
-        return to_device(self.rows(ids), self.device)
+        return torch.randint(len(self), (B,), generator=generator).numpy()
+
+    def get_batch(self, *, B: int, generator=None):
+        """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
+        from niels_gpt.to_device import to_device
+
+        return to_device(self.rows(self.draw_items(B, generator)), self.device)
 
     def _split_name(self) -> str | None:
         return next((s for s in layout.SPLITS if Path(self.tokens_path).name == layout.sft_tokens_name(s)), None)

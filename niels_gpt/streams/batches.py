@@ -89,19 +89,22 @@ def _windows(src: ByteStream, n: int, T: int) -> np.ndarray:
     return np.ndarray((n - T, T + 1), np.uint8, src, 0, (1, 1))
 
 
-def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
-    """The batch from the window views of validated sources (sorted name order): draws as the module
-    docstring says, one gather per source that has rows, one cast for x and y together."""
+def _draw(windows: list[np.ndarray], p: Mapping[str, float], B: int, generator) -> tuple[np.ndarray, np.ndarray]:
+    """(stream index, start) of B windows over the window views of validated sources (sorted name order):
+    the two draws of the module docstring."""
     if B < 1:
         raise ValueError(f"B must be >= 1, got {B}")
     _, idx = draw_sources(p, B, generator)
     draws = torch.randint(0, _DRAW_HIGH, (B,), generator=generator).numpy()
     which = idx.numpy()
     if len(windows) == 1:
-        starts = draws % windows[0].shape[0]
-    else:
-        starts = draws % np.array([w.shape[0] for w in windows])[which]
-    return to_device(split_xy(gather_rows(windows, which, starts)), device)
+        return which, draws % windows[0].shape[0]
+    return which, draws % np.array([w.shape[0] for w in windows])[which]
+
+
+def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
+    """The batch: `_draw`, one gather per source that has rows, one cast for x and y together."""
+    return to_device(split_xy(gather_rows(windows, *_draw(windows, p, B, generator))), device)
 
 
 # `get_batch` is called with the same sources every step: the checks and window views of the last
@@ -148,14 +151,26 @@ class StreamBatcher:
         """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
         return _sample(self._windows, self.p, B, self.T, self.device, generator)
 
+    @property
+    def window_views(self) -> list[np.ndarray]:
+        """The (n - T, T+1) window view of every stream, in sorted name order (what draw_windows and locate index)."""
+        return self._windows
+
+    def draw_windows(self, B: int, generator: torch.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(stream index, start) of B windows: the draws of get_batch."""
+        return _draw(self._windows, self.p, B, generator)
+
     def __len__(self) -> int:
         """Stride-T windows of T+1 bytes over every stream (the items of an epoch)."""
         return self._tiling.num_windows
 
+    def locate(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(stream index, start) of stride-T windows `ids` (0..len-1)."""
+        return self._tiling.locate(ids)
+
     def rows(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """(x, y): C-contiguous int64 numpy arrays (len(ids), T) of stride-T windows `ids` (0..len-1)."""
-        which, starts = self._tiling.locate(ids)
-        return split_xy(gather_rows(self._windows, which, starts))
+        return split_xy(gather_rows(self._windows, *self.locate(ids)))
 
 
 def _stream_identity(src: ByteStream, name: str) -> str | int:
