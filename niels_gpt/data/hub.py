@@ -381,6 +381,8 @@ def iter_rows(
     from niels_gpt.data import resumable
 
     ds = shard_parts(ds, read, provenance)
+    if isinstance(ds, IterableDataset):
+        _record_libraries(read, provenance, resumable.supports(ds))
     if resumable.supports(ds):
         rows = resumable.stream_rows(ds, read, _stream_identity(provenance), mapper)
     else:
@@ -392,11 +394,45 @@ def iter_rows(
             rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
         if mapper is not None:
             rows = ((index, mapper.row(row)) for index, row in rows)
+    n = 0
     try:
-        yield from rows
+        for n, row in enumerate(rows, 1):  # noqa: B007 (n: the rows read, for the message)
+            yield row
     except SourceUnavailableError:
         raise
     except Exception as e:
         if not read.local and retry.classify(e) != retry.PERMANENT:
+            if n and isinstance(ds, IterableDataset):
+                raise stream_failed(read, e, n) from e
             raise unavailable(read.dataset_id, read.config, e) from e
         raise
+
+
+def stream_failed(read: HubRead, exc: BaseException, rows: int) -> SourceUnavailableError:
+    """The one line of a stream datasets read itself (no resume) that failed after `rows` rows."""
+    config = f" (config {read.config!r})" if read.config else ""
+    return SourceUnavailableError(
+        f"hub dataset {read.dataset_id!r}{config}: the stream failed after {rows:,} rows read "
+        f"({type(exc).__name__}: {retry.short(exc)}); datasets read it itself, retrying by its own rules"
+    )
+
+
+_announced: set[str] = set()  # the resume notes already logged by this process
+
+
+def _record_libraries(read: HubRead, provenance: dict | None, resumable: bool) -> None:
+    """Record in `provenance` the datasets / huggingface_hub releases a stream is read with and, where
+    mid-stream resume is not available, say so (logged once per process)."""
+    from niels_gpt.data.resumable import library_versions, resume_note
+    from niels_gpt.log import log
+
+    versions = library_versions()
+    note = resume_note(versions)
+    if note is None and not resumable:
+        note = "mid-stream resume is not available for this input (datasets reads it itself)"
+    if provenance is not None:
+        provenance["libraries"] = versions
+        provenance["resume"] = note or "available"
+    if note and note not in _announced:
+        _announced.add(note)
+        log(f"{read.dataset_id}: {note}")

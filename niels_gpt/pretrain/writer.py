@@ -289,8 +289,7 @@ class _Saver:
 
     def save(self) -> None:
         stream = self.tracker.stream
-        if stream is None:  # the input is not a stream this module can place (resumable.supports)
-            log(f"{self.checkpoint.dir}: this input cannot be resumed; no checkpoints")
+        if stream is None:  # read by datasets itself (hub.iter_rows logged why and meta records it)
             self.enabled = False
             return
         info, table = stream.state()

@@ -155,10 +155,15 @@ def test_revision_from_a_prepared_datasets_arrow_cache_path():
     assert resolved_revision(object(), "x")["revision"] is None
 
 
-def test_connection_error_while_streaming_becomes_source_unavailable(counting_hub):
+def test_connection_error_while_streaming_becomes_source_unavailable(counting_hub, capsys, monkeypatch):
+    """A stream datasets reads itself (not one resumable.py reads) names the dataset and the rows read."""
+    from niels_gpt.data import hub
+
+    monkeypatch.setattr(hub, "_announced", set())  # said once per process: this test's process is the suite's
     counting_hub[2].n = 2
-    with pytest.raises(SourceUnavailableError, match=r"fineweb-edu.*demo=true.*--demo"):
+    with pytest.raises(SourceUnavailableError, match=r"fineweb-edu.*the stream failed after 2 rows read"):
         list(iter_fineweb_edu(shuffle=False))
+    assert "mid-stream resume is not available" in capsys.readouterr().err
 
 
 def test_shuffle_is_seeded_and_take_applies_after_it(tmp_path):
@@ -223,5 +228,5 @@ def test_a_hub_whose_name_does_not_resolve_fails_within_seconds_naming_the_datas
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     seconds, message = res.stdout.strip().split(" ", 1)
-    assert float(seconds) < 5 and "\n" not in message, res.stdout
+    assert float(seconds) < 10 and "\n" not in message, res.stdout  # huggingface_hub alone retries 23 s
     assert "HuggingFaceFW/fineweb-edu" in message and "demo=true" in message and "resolve" in message
