@@ -21,16 +21,11 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
-import threading
-import time
 from pathlib import Path
 
-from benchmarks.bench_full_build import REPO, source_at
-from benchmarks.encode_limit import descendants
+from benchmarks.bench_full_build import REPO, STATUS_FIELDS, run_sampled, source_at
 from tests.support.hub import HubServer, hub_env
 
-STATUS_FIELDS = ("VmRSS", "RssAnon", "RssFile")
 SAMPLE_S = 0.1  # the streams jobs' peaks last seconds; 0.1 s costs ~1 % of a core
 
 
@@ -45,29 +40,6 @@ def job_command(work: Path, job: str) -> str:
     raise SystemExit(f"no command logging to {log} in {work / 'snakemake.log'}: run bench_full_build first")
 
 
-class TreeSampler(threading.Thread):
-    """Every SAMPLE_S until stopped: STATUS_FIELDS summed over `pid` and its descendants; keeps the peaks."""
-
-    def __init__(self, pid: int):
-        super().__init__(daemon=True)
-        self.pid, self.peak = pid, dict.fromkeys(STATUS_FIELDS, 0)
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(SAMPLE_S):
-            total = dict.fromkeys(STATUS_FIELDS, 0)
-            for pid in [self.pid, *descendants(self.pid)]:
-                try:
-                    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-                except OSError:
-                    continue
-                for line in lines:
-                    name = line.split(":", 1)[0]
-                    if name in total:
-                        total[name] += int(line.split()[1]) * 1024
-            self.peak = {k: max(v, total[k]) for k, v in self.peak.items()}
-
-
 def file_hashes(out: Path) -> dict[str, str]:
     return {
         p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -79,19 +51,7 @@ def file_hashes(out: Path) -> dict[str, str]:
 def run_once(cmd: str, work: Path, out: Path, env: dict) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    start = time.perf_counter()
-    with open(out.with_suffix(".log"), "w") as log:
-        proc = subprocess.Popen(
-            ["bash", "-c", cmd.replace("{out}", str(out))], cwd=work, env=env, stdout=log, stderr=log
-        )
-        sampler = TreeSampler(proc.pid)
-        sampler.start()
-        proc.wait()
-    wall = time.perf_counter() - start
-    sampler.done.set()
-    sampler.join()
-    if proc.returncode:
-        raise SystemExit(f"the job failed ({proc.returncode}): see {out.with_suffix('.log')}")
+    wall, sampler = run_sampled(cmd.replace("{out}", str(out)), work, env, out.with_suffix(".log"), SAMPLE_S)
     return {"s": wall, **sampler.peak, "files": file_hashes(out)}
 
 
