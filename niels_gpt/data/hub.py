@@ -1,7 +1,6 @@
 """The one place a loader opens a dataset: a hub id, or local files in the hub dataset's own schema.
 
-`HubRead` holds every option of one read (dataset id, config, split, revision or local `data_files`,
-streaming, shuffle, seed, buffer size, take, part of N); the registry builds it from the config and it
+`HubRead` (source.py) holds every option of one read; the registry builds it from the config and it
 travels unchanged through a loader to `open_dataset(read)` and `iter_rows(ds, read)`.
 
 `open_dataset` calls `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)` (a
@@ -33,12 +32,18 @@ import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from niels_gpt.data import retry
-from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
-from niels_gpt.data.retry import RetryPolicy
+from niels_gpt.data.local_files import open_local
+from niels_gpt.data.source import (  # noqa: F401 (DataFiles, unavailable: the loaders' names, read from here)
+    DEMO_HINT,
+    DataFiles,
+    HubDatasetError,
+    HubRead,
+    SourceUnavailableError,
+    unavailable,
+)
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -48,77 +53,10 @@ _CACHE_PATH_REVISION = re.compile(r"/(?P<sha>[0-9a-f]{40})/[^/]+\.arrow$")
 ROW_BATCH = 1024  # rows fetched per Arrow take when reading a prepared dataset in shuffled order
 LISTED_NAMES = 40  # configs / splits named in an error line (fineweb-edu has one config per crawl: ~100)
 
-DEMO_HINT = "offline? run with `--config demo=true` (Snakemake) or `--demo` (CLI) to use the bundled sample data"
-
-
-@dataclass(frozen=True)
-class HubRead:
-    """One read of one dataset split: what `open_dataset` loads and how `iter_rows` walks its rows.
-
-    `data_files` (local files in the dataset's own schema) replaces the hub and its `revision`.
-    `take` caps the rows (a loader whose samples are not rows caps its samples instead); part `part`
-    of `num_parts` is taken before the shuffle. `retry` says how a failing hub call or read is retried.
-    """
-
-    dataset_id: str
-    config: str | None = None
-    split: str = DEFAULT_SPLIT
-    revision: str | None = None
-    data_files: DataFiles | None = None
-    streaming: bool = False
-    shuffle: bool = False
-    seed: int = 42
-    shuffle_buffer_size: int = 10_000
-    take: int | None = None
-    num_parts: int = 1
-    part: int = 0
-    retry: RetryPolicy = RetryPolicy()  # how hub calls and stream reads are retried (config section `hub`)
-
-    def __post_init__(self):
-        if self.take is not None and self.take < 0:
-            raise ValueError(f"take must be >= 0 or None, got {self.take}")
-        n, k = self.num_parts, self.part
-        if not isinstance(n, int) or n < 1 or not isinstance(k, int) or not 0 <= k < n:
-            raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={k!r}, num_parts={n!r}")
-        if self.data_files is not None:
-            data_files_by_split(self.data_files)  # a malformed value fails here, not at the first row
-
-    @classmethod
-    def from_keywords(cls, keywords: Mapping[str, Any], **renamed: str) -> HubRead:
-        """The read a loader's keyword arguments describe: `keywords` is the loader's `locals()` taken
-        before anything else (its arguments only); an argument named like a field sets that field, and
-        `renamed` gives the loader's own name of a field (fineweb-edu's config is `name`). Arguments
-        that are no field (provenance, the loader's own options) are left to the loader."""
-        names = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}
-        return cls(**{field: keywords[name] for field, name in names.items() if name in keywords})
-
-    @property
-    def local(self) -> bool:
-        return self.data_files is not None
-
-    def has_split(self, split: str) -> bool:
-        """True if the hub is read (any split may exist there) or the local files name `split`."""
-        return not self.local or split in data_files_by_split(self.data_files)
-
-
-class SourceUnavailableError(ConnectionError):
-    """A hub dataset could not be reached (offline, DNS, timeout). Never replaced by sample data."""
-
 
 def is_unreachable_error(exc: BaseException) -> bool:
     """True if waiting cannot help: the hub's name does not resolve or offline mode is on (retry.classify)."""
     return retry.classify(exc) == retry.UNREACHABLE
-
-
-def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:
-    what = f"{dataset_id!r}" + (f" (config {config!r})" if config else "")
-    return SourceUnavailableError(
-        f"cannot reach hub dataset {what}: {type(exc).__name__}: {retry.short(exc, 300)}. {DEMO_HINT}."
-    )
-
-
-class HubDatasetError(ValueError):
-    """A hub read names what its repository does not have: the dataset, a config, a split or a revision."""
 
 
 def _listing(names: Any) -> str:

@@ -31,9 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from niels_gpt.data.hub import HubRead
-from niels_gpt.data.local_files import data_files_by_split
 from niels_gpt.data.retry import RetryPolicy
+from niels_gpt.data.source import HubRead, data_files_by_split
 from niels_gpt.data.types import ChatSample, PretrainSample
 
 PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niels_gpt.data import retry
-from niels_gpt.data.hub import HubRead, SourceUnavailableError
+from niels_gpt.data.source import HubRead, SourceUnavailableError
 
 # The datasets releases a streamed build is tested with (pyproject.toml states the same range). On 5.2.x the
 # stream is read here (its order is datasets' own: a test compares them) and resumes mid-stream; on the

@@ -56,8 +56,8 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.data.hub import SourceUnavailableError
 from niels_gpt.data.resumable import StaleStreamState, StreamUnavailable, Tracker, tracking
+from niels_gpt.data.source import SourceUnavailableError
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.log import log, progress
 from niels_gpt.meta import header, not_built, write_meta
