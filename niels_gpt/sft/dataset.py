@@ -34,7 +34,9 @@ when asked for a batch.
 Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B items (kept
 examples, or packed rows), uniformly, with replacement; then one gather for all B rows. Epoch mode
 (MixedLoader(mode="epoch")) reads the items in order instead: `len(ds)` of them, `ds.rows(ids)`;
-`identity` names the data for a resumed loader's check (meta.json's sha256s of this split's files,
+`resident=True` copies the tokens, the mask and the rows' segments or pieces into the memory of `device` once
+and makes every batch there, the same rows (niels_gpt.training.resident). `identity` names the data for a
+resumed loader's check (meta.json's sha256s of this split's files,
 the truncation, and the packing seed when packed).
 """
 
@@ -77,6 +79,7 @@ class SFTExampleDataset:
         packing: bool = False,
         seed: int = 0,
         ignore_index: int = IGNORE_INDEX,
+        resident: bool = False,
     ):
         check_truncation(truncation)
         if T < 1:
@@ -107,6 +110,13 @@ class SFTExampleDataset:
         self.packed = pack_examples(kept_lengths, T + 1, seed) if packing else None
         self.pieces = row_pieces(self.packed, self.segments, T + 1) if packing else None
         self.fill = self._fill(kept_lengths)
+        self.resident = None  # resident=True: tokens, mask and rows in the device's memory (training/resident.py)
+        if resident:
+            import torch
+
+            from niels_gpt.training.resident import ResidentSFT
+
+            self.resident = ResidentSFT(self, torch.device(device), what=self.tokens_path)
 
     # -- construction helpers ------------------------------------------------------------------
     @classmethod
@@ -122,6 +132,7 @@ class SFTExampleDataset:
         packing: bool = False,
         seed: int = 0,
         ignore_index: int = IGNORE_INDEX,
+        resident: bool = False,
     ) -> SFTExampleDataset:
         """The `split` of the cache in `cache_dir` (e.g. "cache/sft/oasst1"); truncation from meta."""
         meta = read_meta(os.path.join(cache_dir, layout.META))
@@ -143,6 +154,7 @@ class SFTExampleDataset:
             packing=packing,
             seed=seed,
             ignore_index=ignore_index,
+            resident=resident,
         )
 
     def _sibling_meta(self, tokenizer) -> dict | None:
@@ -249,7 +261,10 @@ class SFTExampleDataset:
         """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
         from niels_gpt.to_device import to_device
 
-        return to_device(self.rows(self.draw_items(B, generator)), self.device)
+        ids = self.draw_items(B, generator)
+        if self.resident is not None:
+            return self.resident.rows(ids)
+        return to_device(self.rows(ids), self.device)
 
     def _split_name(self) -> str | None:
         return next((s for s in layout.SPLITS if Path(self.tokens_path).name == layout.sft_tokens_name(s)), None)

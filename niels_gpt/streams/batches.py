@@ -25,9 +25,10 @@ Epoch mode (MixedLoader(mode="epoch")): a `StreamBatcher` is also a sequence of 
 of T+1 bytes at stride T that tile each of its streams in sorted name order
 (niels_gpt.token_windows.StrideTiling; `epoch_dropped_bytes` counts the bytes in no window):
 `len(batcher)`, `batcher.rows(ids)` -> (x, y) numpy int64. Its own `p` plays no part there: give
-MixedLoader one batcher per stream to mix streams by weight. `identity` names the data for a resumed
-loader's check: the sha256 in each stream's .meta.json when it was memory-mapped from a stream cache
-(`load_stream_cache`), else its length.
+MixedLoader one batcher per stream to mix streams by weight. `resident=True` copies the streams into
+the memory of `device` once and makes every batch there, the same rows (niels_gpt.training.resident).
+`identity` names the data for a resumed loader's check: the sha256 in each stream's .meta.json when it
+was memory-mapped from a stream cache (`load_stream_cache`), else its length.
 """
 
 from __future__ import annotations
@@ -134,7 +135,13 @@ class StreamBatcher:
     """Sources + mixture validated once, ready to sample batches (the same draws as `get_batch`)."""
 
     def __init__(
-        self, sources: Mapping[str, ByteStream], *, p: Mapping[str, float], T: int, device: str | torch.device = "cpu"
+        self,
+        sources: Mapping[str, ByteStream],
+        *,
+        p: Mapping[str, float],
+        T: int,
+        device: str | torch.device = "cpu",
+        resident: bool = False,
     ):
         self.T = int(T)
         self._windows = _validated_windows(sources, p, self.T)  # views keep their buffers alive
@@ -146,9 +153,19 @@ class StreamBatcher:
         self.identity = sha256_json(
             {"byte_streams": {name: _stream_identity(sources[name], name) for name in self.names}}
         )
+        self.resident = None  # resident=True: the streams in the device's memory (training/resident.py)
+        if resident:
+            from niels_gpt.training.resident import ResidentWindows
+
+            what = f"byte streams {self.names}"
+            self.resident = ResidentWindows(
+                self._windows, self.T, self.device, what=what, draw=self.draw_windows, locate=self.locate
+            )
 
     def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
+        if self.resident is not None:
+            return self.resident.rows(self.draw_windows(B, generator))
         return _sample(self._windows, self.p, B, self.T, self.device, generator)
 
     @property

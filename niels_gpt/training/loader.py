@@ -247,13 +247,15 @@ class MixedLoader:
     # Each opener says which caches it reads and how it opens one; `mixing` is the rest of the
     # constructor's arguments (B, seed, and rank, world_size, mode when given), passed on unchanged.
     @classmethod
-    def pretrain(cls, cache_dir, split="train", *, p, T: int, device="cpu", tokenizer=None, **mixing) -> MixedLoader:
+    def pretrain(
+        cls, cache_dir, split="train", *, p, T: int, device="cpu", tokenizer=None, resident: bool = False, **mixing
+    ) -> MixedLoader:
         """Sources `{cache_dir}/pretrain/{name}/{split}` (PretrainTokenStreamDataset) for every name with
-        weight > 0 in `p`."""
+        weight > 0 in `p`; `resident=True`: their shards in the memory of `device`, batches made there."""
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
         def open_source(root: Path):
-            return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
+            return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer, resident=resident)
 
         return cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
 
@@ -270,14 +272,17 @@ class MixedLoader:
         tokenizer=None,
         packing: bool = False,
         ignore_index: int = IGNORE_INDEX,
+        resident: bool = False,
         **mixing,
     ) -> MixedLoader:
         """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0
         in `p`; `packing=True` packs every source (packing seed: `seed`). With packing, p is each
-        source's share of rows, i.e. of tokens, no longer of examples."""
+        source's share of rows, i.e. of tokens, no longer of examples. `resident=True`: the caches in the
+        memory of `device`, batches made there."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
         options = dict(T=T, device=device, tokenizer=tokenizer, packing=packing, seed=seed, ignore_index=ignore_index)
+        options["resident"] = resident
 
         def open_source(root: Path):
             return SFTExampleDataset.from_cache_dir(root, split, **options)

@@ -42,14 +42,25 @@ from niels_gpt.training.sources import weighted
 from niels_gpt.training.torch_data import OpenedWhereUsed
 
 
-def open_streams_loader(streams_dir, split: str = "train", *, p: Mapping[str, float], T: int, **mixing) -> MixedLoader:
+def open_streams_loader(
+    streams_dir,
+    split: str = "train",
+    *,
+    p: Mapping[str, float],
+    T: int,
+    device="cpu",
+    resident: bool = False,
+    **mixing,
+) -> MixedLoader:
     """A MixedLoader over the byte streams of one split in `streams_dir` (e.g. cache/streams): one source per
-    stream with weight > 0 in `p` (a StreamBatcher of that stream alone); `mixing`: B, seed, rank, ..."""
+    stream with weight > 0 in `p` (a StreamBatcher of that stream alone, on `device`, `resident` there when
+    asked); `mixing`: B, seed, rank, ..."""
     from niels_gpt.streams.batches import StreamBatcher, load_stream_cache
 
     p = weighted(p)
     streams = load_stream_cache(streams_dir, split, list(p))
-    sources = {name: StreamBatcher({name: stream}, p={name: 1.0}, T=T) for name, stream in streams.items()}
+    options = {"T": T, "device": device, "resident": resident}
+    sources = {name: StreamBatcher({name: stream}, p={name: 1.0}, **options) for name, stream in streams.items()}
     return MixedLoader(sources, p=p, **mixing)
 
 

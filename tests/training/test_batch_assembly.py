@@ -109,3 +109,17 @@ def test_epoch_batches_are_each_sources_rows_of_its_next_items(kind, rank, world
     loader = open_loader(kind, caches, rank=rank, world_size=world_size, mode="epoch")
     for want in reference_epoch(loader, STEPS):
         assert_batch_is(next(loader), *want)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", ["random", "epoch"])
+@pytest.mark.parametrize("rank, world_size", [(0, 1), (1, 2)])
+def test_resident_batches_are_the_host_batches(kind, mode, rank, world_size, caches):
+    host = open_loader(kind, caches, rank=rank, world_size=world_size, mode=mode)
+    resident = open_loader(kind, caches, rank=rank, world_size=world_size, mode=mode, resident=True)
+    assert resident.assembler.resident and not host.assembler.resident
+    for _ in range(STEPS):
+        want, got = next(host), next(resident)
+        assert_batch_is(got, want.source, [getattr(want, name) for name in FIELDS if getattr(want, name) is not None])
+        assert got.epochs == want.epochs
+    assert resident.state_dict() == host.state_dict()
