@@ -170,7 +170,7 @@ def test_a_stream_is_current_when_its_meta_records_the_same_header_and_inputs(in
 def test_a_stream_is_written_as_its_documents_are_read(tmp_path):
     """The bytes reach the staged file while the documents are still being read (memory holds one
     write chunk, not the stream), and the count and sha256 are those of the whole file."""
-    from niels_gpt.streams.build import WRITE_CHUNK_BYTES, stage_stream, write_documents
+    from niels_gpt.streams.build import WRITE_CHUNK_CHARS, stage_stream, write_documents
 
     staged_bin = tmp_path / "wiki_train.bin.tmp"
     size_midway = []
@@ -182,7 +182,7 @@ def test_a_stream_is_written_as_its_documents_are_read(tmp_path):
             yield "x" * 1000
 
     staged, written = stage_stream(tmp_path, "wiki", "train", lambda out: write_documents(out, lines(), "\n"))
-    assert size_midway[0] >= 2 * WRITE_CHUNK_BYTES
+    assert size_midway[0] >= 2 * WRITE_CHUNK_CHARS  # ASCII: a byte per character
     data = staged_bin.read_bytes()
     assert data == "\n".join(["x" * 1000] * 3000).encode() and written.n_bytes == len(data) == 3_002_999
     assert written.sha256 == hashlib.sha256(data).hexdigest() and written.inputs == {
@@ -191,3 +191,20 @@ def test_a_stream_is_written_as_its_documents_are_read(tmp_path):
     }
     assert not Path(stream_paths(tmp_path, "wiki", "train")[0]).exists()  # staged, not published
     staged.discard()
+
+
+@pytest.mark.parametrize("chunk_chars", [1, 3, 7, 1 << 20])
+def test_documents_written_in_chunks_are_the_documents_joined(tmp_path, monkeypatch, chunk_chars):
+    """Whatever the chunk size, the bytes are the non-blank documents joined with the separator, encoded."""
+    import io
+
+    from niels_gpt.streams import build
+
+    monkeypatch.setattr(build, "WRITE_CHUNK_CHARS", chunk_chars)
+    docs = ["", " = Alpha = ", "  \n", "Grüße aus Köln", "a", "\t", "日本語の文", "", "end"]
+    out = io.BytesIO()
+    written = build.write_documents(out, docs, "\n<sep>\n")
+    kept = [" = Alpha = ", "Grüße aus Köln", "a", "日本語の文", "end"]
+    assert out.getvalue() == "\n<sep>\n".join(kept).encode("utf-8")
+    assert (written.n_bytes, written.sha256) == (len(out.getvalue()), hashlib.sha256(out.getvalue()).hexdigest())
+    assert (written.skipped_blank, written.inputs) == (4, {"n_docs": 9, "total_chars": sum(map(len, docs))})
