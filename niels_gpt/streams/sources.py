@@ -20,7 +20,7 @@ Only `enabled_sources` are touched; `required_sources` (a subset) must have inpu
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,16 +121,11 @@ def _publish_or_keep(cfg: StreamBuildConfig, p: _Pending) -> Stream:
     return Stream(bin_path, meta)
 
 
-def _discard(pending: Mapping[tuple[str, str], _Pending], cache_dir: str, made_dir: bool) -> None:
-    """Remove every staged .bin (and the streams folder if this build made it and it is empty)."""
-    for p in pending.values():
-        if p.staged is not None:
+def _discard(pending: Iterable[_Pending]) -> None:
+    """Remove the staged .bin of each stream not yet published (a published one stays)."""
+    for p in pending:
+        if p.staged is not None and not p.staged.committed:
             p.staged.discard()
-    if made_dir:
-        try:
-            os.rmdir(cache_dir)
-        except OSError:
-            pass
 
 
 def build_streams(
@@ -159,19 +154,22 @@ def build_streams(
             empty = [split for split in SPLITS if not got[split].n_bytes]
             if empty and source not in cfg.required_sources:
                 not_built[source] = f"not in streams.required_sources and its {'/'.join(empty)} split is empty"
-                for split in SPLITS:
-                    p = pending.pop((source, split))
-                    if p.staged is not None:
-                        p.staged.discard()
+                _discard([pending.pop((source, split)) for split in SPLITS])
         check_stream_lengths(
             {f"{source} {split}": p.n_bytes for (source, split), p in pending.items()},
             cfg.T,
             required={f"{source} {split}" for source, split in pending if source in cfg.required_sources},
         )
     except BaseException:
-        _discard(pending, cfg.cache_dir, made_dir)
+        _discard(pending.values())
+        if made_dir and os.path.isdir(cfg.cache_dir) and not os.listdir(cfg.cache_dir):
+            os.rmdir(cfg.cache_dir)  # nothing written: not even the folder
         raise
-    out = {key: _publish_or_keep(cfg, p) for key, p in pending.items()}
+    try:
+        out = {key: _publish_or_keep(cfg, p) for key, p in pending.items()}
+    except BaseException:
+        _discard(pending.values())
+        raise
     for source, reason in not_built.items():
         header = stream_header(cfg, source, wiki_dataset)
         for split in SPLITS:

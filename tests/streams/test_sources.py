@@ -142,3 +142,27 @@ def test_a_stream_needs_exactly_T_plus_1_bytes(inputs, train_line, accepted):
         build_sources_from_docs(cfg, wiki_docs=docs)
     assert str(e.value).splitlines()[:2] == ["byte streams shorter than T+1 = 17 bytes:", "  - wiki train: 16 bytes"]
     assert not Path(inputs.cache_dir).exists()  # nothing written, not even the val stream that was long enough
+
+
+def test_a_failed_publish_keeps_what_was_published_and_removes_the_rest(inputs, monkeypatch):
+    """A stream that cannot be renamed into place stops the build: the streams published before it stay
+    whole (meta.json and .bin), the others leave neither a meta.json nor a staged file."""
+    from niels_gpt.atomic import StagedFile
+
+    commit = StagedFile.commit
+
+    def fail_on_roam(self):
+        if self.path.name.startswith("roam_"):
+            raise OSError("disk full")
+        return commit(self)
+
+    monkeypatch.setattr(StagedFile, "commit", fail_on_roam)
+    with pytest.raises(OSError, match="disk full"):
+        build_sources_from_docs(inputs, wiki_docs=WIKI)
+    assert sorted(p.name for p in Path(inputs.cache_dir).iterdir()) == [
+        "wiki_train.bin",
+        "wiki_train.meta.json",
+        "wiki_val.bin",
+        "wiki_val.meta.json",
+    ]
+    assert sorted(load_stream_cache(inputs.cache_dir, "train")) == ["wiki"]
