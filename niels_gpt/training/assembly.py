@@ -128,9 +128,22 @@ class Assembler:
         if places[0][1] is None:
             k, _, where = places[0]
             return self.sources[k].resident.rows(where)
+        residents = [self.sources[k].resident for k, _, _ in places]
+        if all(hasattr(r, "gather") for r in residents) and len({id(r.windows) for r in residents}) == 1:
+            starts = np.empty(self.B, dtype=np.int64)  # windows in one shared tensor: one gather, one cast
+            for (_, rows, where), resident in zip(places, residents):
+                starts[rows] = resident.starts(where)
+            return residents[0].xy(residents[0].gather(starts=starts))
+        if all(hasattr(r, "gather") for r in residents):  # windows: rows as stored, then one cast for the batch
+            dtype = max((r.flat.dtype for r in residents), key=lambda d: torch.empty(0, dtype=d).element_size())
+            buf = torch.empty((self.B, self.T + 1), dtype=dtype, device=residents[0].flat.device)
+            for (_, rows, where), resident in zip(places, residents):
+                buf.index_copy_(0, to_device([rows], buf.device)[0], resident.gather(where).to(dtype))
+            masked = max(residents, key=lambda r: r.masked)  # any source with ids >= 32,768 masks the batch
+            return masked.xy(buf)
         out = None
-        for k, rows, where in places:
-            part = self.sources[k].resident.rows(where)
+        for (_, rows, where), resident in zip(places, residents):
+            part = resident.rows(where)
             if out is None:
                 out = [torch.empty((self.B, *t.shape[1:]), dtype=t.dtype, device=t.device) for t in part]
             (dst_rows,) = to_device([rows], out[0].device)

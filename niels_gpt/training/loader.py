@@ -243,6 +243,15 @@ class MixedLoader:
             f"rank={self.rank}/{self.world_size}, step={self.step:,})"
         )
 
+    def made_resident(self) -> MixedLoader:
+        """This loader with its window sources' arrays in one tensor in the memory of its device
+        (training/resident.py: checked to fit, one gather per batch); the same batches from the same step."""
+        from niels_gpt.training.resident import share_windows
+
+        share_windows(list(self.sources.values()), self.device, what=f"the caches of {self.names}")
+        self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
+        return self
+
     # -- caches on disk ------------------------------------------------------------------------
     # Each opener says which caches it reads and how it opens one; `mixing` is the rest of the
     # constructor's arguments (B, seed, and rank, world_size, mode when given), passed on unchanged.
@@ -255,9 +264,10 @@ class MixedLoader:
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
         def open_source(root: Path):
-            return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer, resident=resident)
+            return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
 
-        return cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
+        loader = cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
+        return loader.made_resident() if resident else loader
 
     @classmethod
     def sft(

@@ -64,9 +64,11 @@ def open_streams_loader(
 
     p = weighted(p)
     streams = load_stream_cache(streams_dir, split, list(p))
-    options = {"T": T, "device": device, "resident": resident}
-    sources = {name: StreamBatcher({name: stream}, p={name: 1.0}, **options) for name, stream in streams.items()}
-    return MixedLoader(sources, p=p, **mixing)
+    sources = {
+        name: StreamBatcher({name: stream}, p={name: 1.0}, T=T, device=device) for name, stream in streams.items()
+    }
+    loader = MixedLoader(sources, p=p, **mixing)
+    return loader.made_resident() if resident else loader
 
 
 class MixedBatches(OpenedWhereUsed, IterableDataset):

@@ -6,7 +6,8 @@ memory of its `device` once, at init, and makes every batch there:
   - windows (pretrain splits, byte streams), `ResidentWindows`: the reader's arrays one after the other in
     one tensor (uint16 ids kept as their int16 bits, bytes as uint8); a batch is the draws or items of the
     host path turned into (array, start) on the host, B starts copied to the device, one index_select of
-    the tensor's (n - T, T+1) window view, one cast to int64 (masked back to 0..65535), x and y;
+    the tensor's (n - T, T+1) window view (per source; a loader puts them in place with index_copy_), and
+    x and y cast to int64 in two copies (masked back to 0..65535 when some id is >= 32,768);
   - SFT rows, `ResidentSFT`: the tokens, the loss mask (one byte per token) and the kept segments of every
     example (padded: 4 int64 per example) or the pieces of every packed row on the device; a padded row's
     token positions come from its segments (arange, where), a packed row's slots from its pieces
@@ -15,6 +16,8 @@ memory of its `device` once, at init, and makes every batch there:
 Only the draws (the same torch generator calls as the host path) and the cursors stay on the host; the rows
 are the host path's bit for bit, the state and resume are unchanged. Works on any device, "cpu" included.
 
+The MixedLoader openers put the window sources of one loader in one shared tensor (`share_windows`), so a
+batch of rows from all of them is one index_select; SFT sources stay one tensor set each.
 Before copying, `check_fits` compares the bytes needed with the device's free memory (CUDA:
 torch.cuda.mem_get_info; CPU: MemAvailable) less HEADROOM_SHARE of it kept for training, and refuses with one
 message giving both: it never falls back to the host path by itself.
@@ -22,6 +25,7 @@ message giving both: it never falls back to the host path by itself.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -117,15 +121,56 @@ class ResidentWindows:
         self.nbytes = sum(len(a) for a in arrays) * torch.empty(0, dtype=dtype).element_size()
         check_fits(self.nbytes, self.device, what)
         self.flat = _to_device_in_pieces(arrays, dtype, self.device)
+        self.masked = dtype == torch.int16 and bool((self.flat < 0).any())  # ids >= 32,768: int16 bits read negative
         self.first = np.cumsum([0, *(len(a) for a in arrays[:-1])]).astype(np.int64)  # where each array starts
         self.windows = self.flat.unfold(0, T + 1, 1)  # row s: flat[s : s + T + 1]
 
+    def part(self, first: int, count: int, *, draw: Callable, locate: Callable) -> ResidentWindows:
+        """This storage seen as arrays first .. first + count - 1 alone (one reader's, in a shared pool)."""
+        view = copy.copy(self)
+        view.first, view.draw, view.locate = self.first[first : first + count], draw, locate
+        return view
+
+    def starts(self, where: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Where the windows at (array index, start) `where` begin in the storage (int64, host)."""
+        view, start = where
+        return self.first[view] + start
+
+    def gather(self, where: tuple[np.ndarray, np.ndarray] | None = None, *, starts=None) -> torch.Tensor:
+        """The (B, T+1) rows, as stored, of the windows at (array index, start) `where` (or at storage
+        offsets `starts`): the B offsets copied to the device, one index_select."""
+        (on_device,) = to_device([self.starts(where) if starts is None else starts], self.device)
+        return self.windows.index_select(0, on_device)
+
+    def xy(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x, y: int64 (B, T) cut from stored rows, cast in two copies into one (2, B, T) tensor (the host
+        path's layout), masked back to 0..65535 only where the ids need it."""
+        B, width = rows.shape
+        xy = torch.empty((2, B, width - 1), dtype=torch.int64, device=rows.device)
+        xy[0].copy_(rows[:, :-1])
+        xy[1].copy_(rows[:, 1:])
+        if self.masked:
+            xy.bitwise_and_(_UINT16_MASK)
+        return xy[0], xy[1]
+
     def rows(self, where: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
         """x, y: int64 (B, T) on the device, of the windows at (array index, start) `where`."""
-        view, start = where
-        (starts,) = to_device([self.first[view] + start], self.device)
-        rows = _as_int64(self.windows.index_select(0, starts))
-        return rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
+        return self.xy(self.gather(where))
+
+
+def share_windows(readers: Sequence, device: torch.device, *, what: str) -> None:
+    """Put the arrays of several window readers (one loader's sources) in one tensor on `device` (checked to
+    fit as a whole) and give each reader its `resident` part of it, so that a loader gathers a batch of rows
+    from all of them with one index_select."""
+    if not all(hasattr(reader, "window_views") for reader in readers):
+        raise ValueError(f"{what}: only window sources (pretrain splits, byte streams) share one resident tensor")
+    views = [view for reader in readers for view in reader.window_views]
+    pool = ResidentWindows(views, readers[0].T, device, what=what, draw=None, locate=None)
+    at = 0
+    for reader in readers:
+        count = len(reader.window_views)
+        reader.resident = pool.part(at, count, draw=reader.draw_windows, locate=reader.locate)
+        at += count
 
 
 class ResidentSFT:
