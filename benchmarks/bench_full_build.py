@@ -9,7 +9,8 @@ later run with the same sizes reuses it. Roam notes: the bundled sample notes, c
 Run: a fresh work folder (the repository's Snakefile, rules, profiles, config.yaml and data linked in),
 a fresh HF_HOME, HF_ENDPOINT at the hub (`hub_env`), then `snakemake -j2 cache/all`: the default
 config, no demo, default budgets (at a scale below 1 the fineweb budgets shrink with the data). A
-sampler thread records the load average and the summed RSS of the whole process tree every second.
+sampler thread records the load average and the summed RSS of the whole process tree every second
+(anonymous and file-backed apart: `Sampler`).
 Reported: each rule's wall time, CPU time and peak RSS (Snakemake's benchmark files,
 cache/benchmarks/), the run's wall time and summed peak RSS, disk used (the caches, HF_HOME, the hub's
 files), and the HTTP requests and body bytes the hub sent per repository, against the bytes of the
@@ -26,7 +27,7 @@ rule alone (its command from the run's Snakemake log, against the hub), as of no
 rounds: tokens/s, the ratio, peak RSS, HTTP bytes, and whether every round wrote the same shards.
 
     python -m benchmarks.bench_full_build [--scale 1.0] [--out benchmarks/out/full_build] \\
-        [--rounds 5] [--compare-chars 100000000] [--skip-run] [--before REV] [--rule-rounds N]
+        [--rounds 5] [--compare-chars 100000000] [--skip-run] [--before REV] [--rule-rounds N] [--run-only]
 """
 
 from __future__ import annotations
@@ -113,25 +114,51 @@ def work_folder(out: Path, scale: float) -> Path:
     return work
 
 
-class Sampler(threading.Thread):
-    """Every second until stopped: the load average and the summed RSS of `pid` and its descendants."""
+STATUS_FIELDS = ("VmRSS", "RssAnon", "RssFile")  # resident: all, anonymous (what a job holds), file-backed (maps)
 
-    def __init__(self, pid: int):
+
+class Sampler(threading.Thread):
+    """Every `interval` seconds until stopped: the load average, and STATUS_FIELDS summed over `pid` and its
+    descendants: the summed VmRSS of each sample in `rss`, the peak of each field in `peak`."""
+
+    def __init__(self, pid: int, interval: float = 1.0):
         super().__init__(daemon=True)
-        self.pid, self.load, self.rss = pid, [], []
+        self.pid, self.interval, self.load, self.rss = pid, interval, [], []
+        self.peak = dict.fromkeys(STATUS_FIELDS, 0)
         self.done = threading.Event()
 
     def run(self) -> None:
-        while not self.done.wait(1.0):
+        while not self.done.wait(self.interval):
             self.load.append(os.getloadavg()[0])
-            total = 0
+            total = dict.fromkeys(STATUS_FIELDS, 0)
             for pid in [self.pid, *descendants(self.pid)]:
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue
-                total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-            self.rss.append(total * 1024)
+                for line in status.splitlines():
+                    name = line.split(":", 1)[0]
+                    if name in total:
+                        total[name] += int(line.split()[1]) * 1024
+            self.rss.append(total["VmRSS"])
+            self.peak = {k: max(v, total[k]) for k, v in self.peak.items()}
+
+
+def run_sampled(cmd: str, cwd: Path, env: dict, log: Path, interval: float = 1.0) -> tuple[float, Sampler]:
+    """`bash -c cmd` in `cwd`, its output to `log`, its process tree sampled (Sampler); returns (wall s,
+    the sampler). SystemExit naming the log if it fails."""
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["bash", "-c", cmd], cwd=cwd, env=env, stdout=out, stderr=out)
+        sampler = Sampler(proc.pid, interval)
+        sampler.start()
+        proc.wait()
+    wall = time.perf_counter() - start
+    sampler.done.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"the command failed ({proc.returncode}): see {log}")
+    return wall, sampler
 
 
 def others_running(exclude: set[int] = frozenset()) -> list[str]:
@@ -180,6 +207,8 @@ def run_workflow(work: Path, root: Path, scale: float) -> dict:
     return {
         "wall_s": wall,
         "peak_rss_sum": max(sampler.rss, default=0),
+        "peak_anon_sum": sampler.peak["RssAnon"],
+        "peak_file_sum": sampler.peak["RssFile"],
         "load": sampler.load,
         "server_cpu_s": server_cpu,
         "requests": [dataclasses.asdict(r) for r in requests],
@@ -334,7 +363,8 @@ def report_run(work: Path, root: Path, measured: dict) -> dict:
     rules = rule_times(work)
     print(
         f"\nsnakemake -j2 cache/all: {measured['wall_s']:.0f} s wall; summed peak RSS of the process tree "
-        f"{measured['peak_rss_sum'] / 2**20:,.0f} MiB; load average min/median/max "
+        f"{measured['peak_rss_sum'] / 2**20:,.0f} MiB (peak anonymous {measured.get('peak_anon_sum', 0) / 2**20:,.0f}, "
+        f"file-backed {measured.get('peak_file_sum', 0) / 2**20:,.0f}); load average min/median/max "
         f"{min(measured['load'], default=0):.1f}/{statistics.median(measured['load'] or [0]):.1f}/"
         f"{max(measured['load'], default=0):.1f}; hub server CPU {measured['server_cpu_s']:.0f} s"
     )
@@ -463,19 +493,7 @@ def run_rule(cmd: str, work: Path, out: Path, env: dict, hub) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     seen = len(hub.requests.snapshot())
-    start = time.perf_counter()
-    with open(out.with_suffix(".log"), "w") as log:
-        proc = subprocess.Popen(
-            ["bash", "-c", cmd.replace("{out}", str(out))], cwd=work, env=env, stdout=log, stderr=log
-        )
-        sampler = Sampler(proc.pid)
-        sampler.start()
-        proc.wait()
-    wall = time.perf_counter() - start
-    sampler.done.set()
-    sampler.join()
-    if proc.returncode:
-        raise SystemExit(f"the fineweb_edu rule failed ({proc.returncode}): see {out.with_suffix('.log')}")
+    wall, sampler = run_sampled(cmd.replace("{out}", str(out)), work, env, out.with_suffix(".log"))
     fetched = [r for r in hub.requests.snapshot()[seen:] if FINEWEB_REPO in r.path]
     meta = json.loads((out / "meta.json").read_text())
     shards = {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in out.rglob("*.bin")}
@@ -550,6 +568,9 @@ def main() -> None:
         help="then time the fineweb_edu rule alone this many rounds (now and at --before) against Pool(2) count",
     )
     ap.add_argument(
+        "--run-only", action="store_true", help="only the run and its report (per-job RSS): no limit, no comparison"
+    )
+    ap.add_argument(
         "--compare-only",
         action="store_true",
         help="only the fixed start and the in-process comparison, with the last run's tokenizer",
@@ -566,6 +587,8 @@ def main() -> None:
             measured = run_workflow(work, root, args.scale)
             (work / "measured.json").write_text(json.dumps(measured))
         result = report_run(work, root, measured)
+        if args.run_only:
+            return
         report_limit(work, root, result, args.workers)
         if args.rule_rounds:
             report_rule_rounds(work, root, args.rule_rounds, args.workers, args.before)

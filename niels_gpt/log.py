@@ -16,9 +16,18 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def is_terminal(stream) -> bool:
+    """Whether `stream` is an open terminal; a closed, detached or missing stream (None) is not one."""
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):  # "I/O operation on closed file", a detached buffer, a bad descriptor
+        return False
+
+
 def progress(**kwargs):
-    """A tqdm bar on stderr, shown only when stderr is a terminal; kwargs go to tqdm (total, desc, unit...)."""
+    """A tqdm bar on stderr, shown only when stderr is a terminal; kwargs go to tqdm (total, desc, unit...).
+    A closed stderr gets no bar (a disabled tqdm writes nothing), not an error."""
     from tqdm import tqdm
 
     kwargs.setdefault("dynamic_ncols", True)
-    return tqdm(file=sys.stderr, disable=not sys.stderr.isatty(), **kwargs)
+    return tqdm(file=sys.stderr, disable=not is_terminal(sys.stderr), **kwargs)

@@ -12,7 +12,8 @@ address windows in two ways:
     window, and an array shorter than T+1 holds none; `dropped_tokens` counts them. Windows are
     numbered array by array: window j of array a has number `first[a] + j`.
 `gather_rows(views, which, starts)` reads the rows of several arrays with one vectorized index per
-array, and `split_xy(rows)` cuts x and y from them and casts both to int64 in one copy.
+array (into a reused buffer when given), and `split_xy(rows)` cuts x and y from them and casts both to
+int64 in one copy (`xy_view`: the two as one view, for a caller that casts into its own buffer).
 """
 
 from __future__ import annotations
@@ -42,34 +43,44 @@ class StrideTiling:
         return array, (ids - self.first[array]) * self.T
 
 
-def gather_rows(views: Sequence[np.ndarray], which: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """(len(starts), T+1) rows: row i is `views[which[i]][starts[i]]`, in input order.
+def gather_rows(
+    views: Sequence[np.ndarray], which: np.ndarray, starts: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """(len(starts), T+1) rows: row i is `views[which[i]][starts[i]]`, in input order; written into `out`
+    (a buffer reused from batch to batch, of a dtype that holds every view's values) when given.
 
-    Rows are grouped by array with a stable sort, read with one vectorized index per array that has
-    rows, and put back in input order with one permutation.
+    One array: one vectorized index. Several: rows are grouped by array with a stable sort and each group
+    is read with one vectorized index and written straight to its rows.
     """
-    if len(views) == 1:
+    if len(views) == 1 and out is None:
         return views[0][starts]
+    if out is None:
+        out = np.empty((len(starts), views[0].shape[1]), dtype=np.result_type(*(v.dtype for v in views)))
+    if len(views) == 1:
+        out[...] = views[0][starts]
+        return out
     order = np.argsort(which, kind="stable")
-    grouped = np.empty((len(starts), views[0].shape[1]), dtype=views[0].dtype)
     end = 0
     for k, count in enumerate(np.bincount(which, minlength=len(views)).tolist()):
         if count:
             picked = order[end : end + count]
-            grouped[end : end + count] = views[k][starts[picked]]
+            out[picked] = views[k][starts[picked]]
             end += count
-    rows = np.empty_like(grouped)
-    rows[order] = grouped
-    return rows
+    return out
+
+
+def xy_view(rows: np.ndarray) -> np.ndarray:
+    """x = rows[:, :-1] and y = rows[:, 1:] as one (2, B, T) view of the C-contiguous `rows` (no copy)."""
+    B, width = rows.shape
+    item = rows.itemsize
+    return np.ndarray((2, B, width - 1), rows.dtype, rows, 0, (item, width * item, item))
 
 
 def split_xy(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x = rows[:, :-1], y = rows[:, 1:] as C-contiguous int64 arrays, cast in one copy.
 
     `rows` must be C-contiguous (what gather_rows returns): x and y are two overlapping (B, T) views
-    of it, stacked as one (2, B, T) view and cast together.
+    of it (`xy_view`), cast together.
     """
-    B, width = rows.shape
-    item = rows.itemsize
-    xy = np.ndarray((2, B, width - 1), rows.dtype, rows, 0, (item, width * item, item)).astype(np.int64, order="C")
+    xy = xy_view(rows).astype(np.int64, order="C")
     return xy[0], xy[1]

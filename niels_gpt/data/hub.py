@@ -1,7 +1,6 @@
 """The one place a loader opens a dataset: a hub id, or local files in the hub dataset's own schema.
 
-`HubRead` holds every option of one read (dataset id, config, split, revision or local `data_files`,
-streaming, shuffle, seed, buffer size, take, part of N); the registry builds it from the config and it
+`HubRead` (source.py) holds every option of one read; the registry builds it from the config and it
 travels unchanged through a loader to `open_dataset(read)` and `iter_rows(ds, read)`.
 
 `open_dataset` calls `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)` (a
@@ -32,15 +31,19 @@ import itertools
 import logging
 import os
 import re
-import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from niels_gpt.data.local_files import DEFAULT_SPLIT, DataFiles, data_files_by_split, open_local
-from niels_gpt.data.retry import RetryPolicy, cause_chain
-from niels_gpt.data.retry import call as call_with_retries
-from niels_gpt.data.retry import prepare as prepare_retries
+from niels_gpt.data import retry
+from niels_gpt.data.local_files import open_local
+from niels_gpt.data.source import (  # noqa: F401 (DataFiles, unavailable: the loaders' names, read from here)
+    DEMO_HINT,
+    DataFiles,
+    HubDatasetError,
+    HubRead,
+    SourceUnavailableError,
+    unavailable,
+)
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -50,102 +53,10 @@ _CACHE_PATH_REVISION = re.compile(r"/(?P<sha>[0-9a-f]{40})/[^/]+\.arrow$")
 ROW_BATCH = 1024  # rows fetched per Arrow take when reading a prepared dataset in shuffled order
 LISTED_NAMES = 40  # configs / splits named in an error line (fineweb-edu has one config per crawl: ~100)
 
-DEMO_HINT = "offline? run with `--config demo=true` (Snakemake) or `--demo` (CLI) to use the bundled sample data"
-
-
-@dataclass(frozen=True)
-class HubRead:
-    """One read of one dataset split: what `open_dataset` loads and how `iter_rows` walks its rows.
-
-    `data_files` (local files in the dataset's own schema) replaces the hub and its `revision`.
-    `take` caps the rows (a loader whose samples are not rows caps its samples instead); part `part`
-    of `num_parts` is taken before the shuffle. `retry` says how a failing hub call or read is retried.
-    """
-
-    dataset_id: str
-    config: str | None = None
-    split: str = DEFAULT_SPLIT
-    revision: str | None = None
-    data_files: DataFiles | None = None
-    streaming: bool = False
-    shuffle: bool = False
-    seed: int = 42
-    shuffle_buffer_size: int = 10_000
-    take: int | None = None
-    num_parts: int = 1
-    part: int = 0
-    retry: RetryPolicy = RetryPolicy()  # how hub calls and stream reads are retried (config section `hub`)
-
-    def __post_init__(self):
-        if self.take is not None and self.take < 0:
-            raise ValueError(f"take must be >= 0 or None, got {self.take}")
-        n, k = self.num_parts, self.part
-        if not isinstance(n, int) or n < 1 or not isinstance(k, int) or not 0 <= k < n:
-            raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={k!r}, num_parts={n!r}")
-        if self.data_files is not None:
-            data_files_by_split(self.data_files)  # a malformed value fails here, not at the first row
-
-    @classmethod
-    def from_keywords(cls, keywords: Mapping[str, Any], **renamed: str) -> HubRead:
-        """The read a loader's keyword arguments describe: `keywords` is the loader's `locals()` taken
-        before anything else (its arguments only); an argument named like a field sets that field, and
-        `renamed` gives the loader's own name of a field (fineweb-edu's config is `name`). Arguments
-        that are no field (provenance, the loader's own options) are left to the loader."""
-        names = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}
-        return cls(**{field: keywords[name] for field, name in names.items() if name in keywords})
-
-    @property
-    def local(self) -> bool:
-        return self.data_files is not None
-
-    def has_split(self, split: str) -> bool:
-        """True if the hub is read (any split may exist there) or the local files name `split`."""
-        return not self.local or split in data_files_by_split(self.data_files)
-
-
-class SourceUnavailableError(ConnectionError):
-    """A hub dataset could not be reached (offline, DNS, timeout). Never replaced by sample data."""
-
-
-def _connection_error_types() -> tuple[type[BaseException], ...]:
-    """What datasets / huggingface_hub / requests / aiohttp raise when the network is not there."""
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    try:
-        from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-        types += [OfflineModeIsEnabled, LocalEntryNotFoundError]  # not in the local cache and no network
-    except ImportError:
-        pass
-    try:
-        from huggingface_hub.utils import httpx
-
-        types.append(httpx.TransportError)  # ConnectError, TimeoutException, NetworkError, ProxyError
-    except (ImportError, AttributeError):
-        pass
-    if "requests" in sys.modules:
-        import requests
-
-        types += [requests.ConnectionError, requests.Timeout]
-    if "aiohttp" in sys.modules:
-        from aiohttp import ClientConnectionError
-
-        types.append(ClientConnectionError)
-    return tuple(types)
-
 
 def is_unreachable_error(exc: BaseException) -> bool:
-    """True if `exc` or anything in its cause/context chain is a connection or offline-mode error."""
-    types = _connection_error_types()
-    return any(isinstance(e, types) for e in cause_chain(exc))
-
-
-def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:
-    what = f"{dataset_id!r}" + (f" (config {config!r})" if config else "")
-    return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {exc}. {DEMO_HINT}.")
-
-
-class HubDatasetError(ValueError):
-    """A hub read names what its repository does not have: the dataset, a config, a split or a revision."""
+    """True if waiting cannot help: the hub's name does not resolve or offline mode is on (retry.classify)."""
+    return retry.classify(exc) == retry.UNREACHABLE
 
 
 def _listing(names: Any) -> str:
@@ -239,11 +150,11 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
     if read.local:
         return open_local(read, prov)
     prov.update({"local": False, "revision_requested": read.revision, "revision": None})
-    prepare_retries(read.retry)
+    retry.configure(read.retry)
     try:
-        ds = call_with_retries(lambda: _load(read), what="load_dataset", policy=read.retry)
+        ds = retry.call(lambda: _load(read), what="load_dataset", policy=read.retry)
     except Exception as e:
-        if is_unreachable_error(e):
+        if retry.classify(e) != retry.PERMANENT or isinstance(e, retry.RetriesExhausted):
             raise unavailable(read.dataset_id, read.config, e) from e
         missing = hub_dataset_error(read, e)
         if missing is not None:
@@ -275,6 +186,7 @@ def _load(read: HubRead):
     import datasets
 
     seen = _FallbackSeen()
+    retry.take_unreachable()
     logger = logging.getLogger("datasets.load")
     logger.addHandler(seen)
     try:
@@ -407,6 +319,8 @@ def iter_rows(
     from niels_gpt.data import resumable
 
     ds = shard_parts(ds, read, provenance)
+    if isinstance(ds, IterableDataset):
+        _record_libraries(read, provenance, resumable.supports(ds))
     if resumable.supports(ds):
         rows = resumable.stream_rows(ds, read, _stream_identity(provenance), mapper)
     else:
@@ -418,11 +332,45 @@ def iter_rows(
             rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
         if mapper is not None:
             rows = ((index, mapper.row(row)) for index, row in rows)
+    n = 0
     try:
-        yield from rows
+        for n, row in enumerate(rows, 1):  # noqa: B007 (n: the rows read, for the message)
+            yield row
     except SourceUnavailableError:
         raise
     except Exception as e:
-        if not read.local and is_unreachable_error(e):
+        if not read.local and retry.classify(e) != retry.PERMANENT:
+            if n and isinstance(ds, IterableDataset):
+                raise stream_failed(read, e, n) from e
             raise unavailable(read.dataset_id, read.config, e) from e
         raise
+
+
+def stream_failed(read: HubRead, exc: BaseException, rows: int) -> SourceUnavailableError:
+    """The one line of a stream datasets read itself (no resume) that failed after `rows` rows."""
+    config = f" (config {read.config!r})" if read.config else ""
+    return SourceUnavailableError(
+        f"hub dataset {read.dataset_id!r}{config}: the stream failed after {rows:,} rows read "
+        f"({type(exc).__name__}: {retry.short(exc)}); datasets read it itself, retrying by its own rules"
+    )
+
+
+_announced: set[str] = set()  # the resume notes already logged by this process
+
+
+def _record_libraries(read: HubRead, provenance: dict | None, resumable: bool) -> None:
+    """Record in `provenance` the datasets / huggingface_hub releases a stream is read with and, where
+    mid-stream resume is not available, say so (logged once per process)."""
+    from niels_gpt.data.resumable import library_versions, resume_note
+    from niels_gpt.log import log
+
+    versions = library_versions()
+    note = resume_note(versions)
+    if note is None and not resumable:
+        note = "mid-stream resume is not available for this input (datasets reads it itself)"
+    if provenance is not None:
+        provenance["libraries"] = versions
+        provenance["resume"] = note or "available"
+    if note and note not in _announced:
+        _announced.add(note)
+        log(f"{read.dataset_id}: {note}")

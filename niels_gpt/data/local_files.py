@@ -1,80 +1,16 @@
 """Local files in a hub dataset's own schema, read through `datasets`' packaged builders.
 
-- `data_files` takes the forms `datasets.load_dataset(data_files=)` takes: a glob or path, or a list of
-  them (both: the "train" split), or a mapping {split: glob | [globs]}; `data_files_by_split` turns each
-  into {split: [glob, ...]}.
-- A split's files are its globs' matches, each glob's sorted, in the order of the globs, each file once.
-- The builder (parquet or json) follows the file extension; one split is one format.
-- Parquet files of one split that differ in shape (a column only some have, a nested column that is
-  all-null in one file) are read with the union of their schemas (`unified_parquet_features`).
+`open_local(read, provenance)`: the files of `read.split` (the forms and order of source.py's
+`data_files` helpers) through the builder their extension names (parquet or json; one split is one
+format), each file and its sha256 recorded. Parquet files of one split that differ in shape (a column
+only some have, a nested column that is all-null in one file) are read with the union of their schemas
+(`unified_parquet_features`).
 """
 
 from __future__ import annotations
 
-import glob
-import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
+from niels_gpt.data.source import HubRead, builder_for, data_files_by_split, expand_data_files
 from niels_gpt.hashing import sha256_file
-
-if TYPE_CHECKING:
-    from niels_gpt.data.hub import HubRead
-
-# datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
-# are parquet on the hub, except dolly-15k which is one jsonl file)
-BUILDER_BY_EXTENSION = {
-    ".parquet": "parquet",
-    ".jsonl": "json",
-    ".json": "json",
-    ".jsonl.gz": "json",
-    ".json.gz": "json",
-}
-
-# Files given without a split name belong to this split, as in `datasets.load_dataset(data_files=...)`.
-DEFAULT_SPLIT = "train"
-
-# What `data_files` may be: a glob or path, a list of them, or {split: one | list}.
-DataFiles = str | os.PathLike | list | tuple | Mapping
-
-
-def data_files_by_split(data_files: DataFiles) -> dict[str, list[str]]:
-    """{split: [glob, ...]} of any form `datasets.load_dataset(data_files=)` takes: a glob or path, or a
-    list of them, is the "train" split; a mapping names the split of each glob or list of globs."""
-    if isinstance(data_files, Mapping):
-        return {str(split): _patterns(value, split) for split, value in data_files.items()}
-    return {DEFAULT_SPLIT: _patterns(data_files, DEFAULT_SPLIT)}
-
-
-def _patterns(value: Any, split: str) -> list[str]:
-    items = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not items or not all(isinstance(p, (str, os.PathLike)) for p in items):
-        raise TypeError(
-            f"data_files for split {split!r} must be a glob, a path or a non-empty list of them, got {value!r}"
-        )
-    return [os.fspath(p) for p in items]
-
-
-def builder_for(path: str) -> str:
-    for ext, builder in BUILDER_BY_EXTENSION.items():
-        if path.endswith(ext):
-            return builder
-    raise ValueError(f"{path}: unsupported data file type; expected one of {', '.join(BUILDER_BY_EXTENSION)}")
-
-
-def expand_data_files(patterns: list[str], *, split: str, dataset_id: str) -> list[str]:
-    """The files the globs match, each glob's sorted, in the order of the globs (the read order), each
-    file once; FileNotFoundError naming the first glob that matches nothing."""
-    files: dict[str, None] = {}
-    for pattern in patterns:
-        matched = sorted(glob.glob(pattern, recursive=True))
-        if not matched:
-            raise FileNotFoundError(
-                f"{pattern}: no local data files for {dataset_id!r} split {split!r} "
-                f"(check sources.*.demo_data_files, or generate the bundled sample data)"
-            )
-        files.update(dict.fromkeys(matched))
-    return list(files)
 
 
 def unified_parquet_features(files: list[str]):

@@ -31,9 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from niels_gpt.data.hub import HubRead
-from niels_gpt.data.local_files import data_files_by_split
 from niels_gpt.data.retry import RetryPolicy
+from niels_gpt.data.source import HubRead, data_files_by_split
 from niels_gpt.data.types import ChatSample, PretrainSample
 
 PRETRAIN_SOURCES = ("fineweb_edu", "wikitext", "gutenberg", "roam")
@@ -229,14 +228,17 @@ def _primer_samples(path: str, prov: dict) -> Iterator:
     yield from _grouped(samples, "index")
 
 
-def wikitext_lines(cfg: dict, provenance: dict | None = None) -> dict[str, list[str]]:
+def wikitext_lines(
+    cfg: dict, provenance: dict | None = None, *, lazy: bool = False
+) -> dict[str, list[str]] | dict[str, Iterator[str]]:
     """{"train", "val", "test"} -> the non-empty lines of each wikitext split (the wiki byte stream);
-    `provenance` (if given) gets each key's record of what was read (dataset, split, the commit)."""
+    `provenance` (if given) gets each key's record of what was read (dataset, split, the commit).
+    `lazy`: one-pass iterators, read when iterated (`load_wikitext`)."""
     from niels_gpt.data.wikitext import load_wikitext
 
     s = cfg["sources"]["wikitext"]
     splits = {"train": s["train_split"], "val": s["val_split"], "test": "test"}
-    return load_wikitext(read=hub_read(cfg, "wikitext"), splits=splits, provenance=provenance)
+    return load_wikitext(read=hub_read(cfg, "wikitext"), splits=splits, provenance=provenance, lazy=lazy)
 
 
 def source_input_files(cfg: dict, source: str) -> list[str]:

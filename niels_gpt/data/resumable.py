@@ -42,8 +42,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from niels_gpt.data import retry
-from niels_gpt.data.hub import HubRead, SourceUnavailableError
+from niels_gpt.data.source import HubRead, SourceUnavailableError
 
+# The datasets releases a streamed build is tested with (pyproject.toml states the same range). On 5.2.x the
+# stream is read here (its order is datasets' own: a test compares them) and resumes mid-stream; on the
+# others of the range datasets reads it itself: its own shuffle order, retried but not resumable (said
+# once in the log and in meta.json: `resume_note`).
+SUPPORTED_DATASETS = ">=4.8,<5.3"
 MAX_INPUT_SHARDS = 10  # IterableDataset.shuffle's max_buffer_input_shards default: files read at once
 REPRODUCED_DATASETS = "5.2."  # the datasets release whose shuffle this copies (a test compares the orders)
 UNSHUFFLED_TABLE_ROWS = 1_000  # rows per table of an unshuffled stream (any size gives the same rows)
@@ -60,6 +65,24 @@ class StreamUnavailable(SourceUnavailableError):
 
 class StaleStreamState(ValueError):
     """A saved position that belongs to another stream (other files, seed, buffer or revision)."""
+
+
+def library_versions() -> dict[str, str]:
+    """The datasets and huggingface_hub releases installed (what a stream is read with)."""
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("datasets", "huggingface_hub")}
+
+
+def resume_note(versions: dict[str, str]) -> str | None:
+    """None where mid-stream resume is available, else why not (one line, for the log and meta.json)."""
+    if versions["datasets"].startswith(REPRODUCED_DATASETS):
+        return None
+    return (
+        f"mid-stream resume is not available with datasets {versions['datasets']} (it needs datasets "
+        f"{REPRODUCED_DATASETS}x): datasets reads the stream itself, in its own shuffle order; a build the hub "
+        "stops starts again from the first row"
+    )
 
 
 def supports(ds: Any) -> bool:
@@ -471,7 +494,7 @@ class ShuffledStream:
         retries = self.retries  # the tries after the first of every failed read so far
         return StreamUnavailable(
             f"{self._what()}: a read of the stream failed {tries} time{'s' if tries != 1 else ''} in a row "
-            f"({retries} retr{'ies' if retries != 1 else 'y'} in all, the last after {waited:.0f} s of waiting; "
+            f"({retries} retr{'ies' if retries != 1 else 'y'} in all, given up {waited:.0f} s after the first failure; "
             f"last error: {type(exc).__name__}: {retry.short(exc)}); {self.yielded:,} rows read so far",
             rows_read=self.yielded,
             retries=retries,

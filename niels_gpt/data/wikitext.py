@@ -108,20 +108,24 @@ def load_wikitext(
     splits: dict[str, str] | None = None,
     provenance: dict | None = None,
     read: HubRead | None = None,
-) -> dict[str, list[str]]:
+    lazy: bool = False,
+) -> dict[str, list[str]] | dict[str, Iterator[str]]:
     """{"train", "val", "test"} -> non-empty lines. `splits` maps these keys to hub splits.
 
     With local data files, a key whose hub split has no files gets []. `provenance`, if given, gets
     one entry per key. `read` (a HubRead) holds the hub options at once (its split is not used).
+    `lazy`: each split is a one-pass iterator, read (and its provenance entry filled) as it is iterated,
+    so a caller that writes as it reads holds one line, not the split.
     """
     read = read or HubRead.from_keywords(locals())
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[str]] | dict[str, Iterator[str]] = {}
     for key, split in (splits or SPLIT_NAMES).items():
         if not read.has_split(split):
             out[key] = []
             continue
         prov = {} if provenance is not None else None
-        out[key] = [line for _, line in _lines(replace(read, split=split), prov)]
+        lines = (line for _, line in _lines(replace(read, split=split), prov))
+        out[key] = lines if lazy else list(lines)
         if provenance is not None:
             provenance[key] = prov
     return out

@@ -18,6 +18,8 @@ Epoch mode (MixedLoader(mode="epoch")) reads the dataset as a sequence of items 
 `len(ds)` windows of T+1 tokens at stride T that tile each usable shard (token_windows.StrideTiling;
 `epoch_dropped_tokens` counts the tokens in no window: each shard's tail shorter than T+1, and shards
 shorter than T+1), and `ds.rows(ids)` returns the (x, y) numpy int64 arrays of windows `ids`.
+`resident=True` copies the usable shards into the memory of `device` once (refused with one message
+when they do not fit) and makes every batch there, the same rows (niels_gpt.training.resident).
 `identity` names the data for a resumed loader's check: a digest of the shard list of meta.json
 (file, tokens, sha256 of every shard), or of the shard names and sizes when there is no meta.json.
 
@@ -78,7 +80,15 @@ def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | 
 class PretrainTokenStreamDataset:
     """T-token windows (x, y) over every shard of one split: uniformly random, or as stride-T items."""
 
-    def __init__(self, shards_dir: str | os.PathLike, *, T: int, device: str | torch.device = "cpu", tokenizer=None):
+    def __init__(
+        self,
+        shards_dir: str | os.PathLike,
+        *,
+        T: int,
+        device: str | torch.device = "cpu",
+        tokenizer=None,
+        resident: bool = False,
+    ):
         if not isinstance(T, int) or T < 1:
             raise ValueError(f"T must be a positive int, got {T!r}")
         self.shards_dir = Path(shards_dir)
@@ -122,6 +132,19 @@ class PretrainTokenStreamDataset:
         self._tiling = StrideTiling([self.shard_tokens[i] for i in usable], T)
         too_short = self.n_tokens - sum(self.shard_tokens[i] for i in usable)
         self.epoch_dropped_tokens = self._tiling.dropped_tokens + too_short  # tokens in no stride-T window
+        self.resident = None  # resident=True: the usable shards in the device's memory (training/resident.py)
+        if resident:
+            from niels_gpt.training.resident import ResidentWindows
+
+            what = str(self.shards_dir)
+            self.resident = ResidentWindows(
+                self._windows, T, self.device, what=what, draw=self.draw_windows, locate=self.locate
+            )
+
+    @property
+    def window_views(self) -> list[np.ndarray]:
+        """The (n - T, T+1) window view of every usable shard (what draw_windows and locate index)."""
+        return self._windows
 
     def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
@@ -133,18 +156,23 @@ class PretrainTokenStreamDataset:
         """x, y: int64 (B, T) on the dataset's device, contiguous, y[:, :-1] == x[:, 1:]."""
         if B < 1:
             raise ValueError(f"B must be >= 1, got {B}")
-        shard, start = self.draw_windows(B, generator)
-        return to_device(split_xy(gather_rows(self._windows, shard, start)), self.device)
+        where = self.draw_windows(B, generator)
+        if self.resident is not None:
+            return self.resident.rows(where)
+        return to_device(split_xy(gather_rows(self._windows, *where)), self.device)
 
     # -- epoch mode: the stride-T windows as items ----------------------------------------------
     def __len__(self) -> int:
         """Stride-T windows of T+1 tokens over the usable shards (the items of an epoch)."""
         return self._tiling.num_windows
 
+    def locate(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(index into usable_shards, start token) of stride-T windows `ids` (0..len-1)."""
+        return self._tiling.locate(ids)
+
     def rows(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """(x, y): C-contiguous int64 numpy arrays (len(ids), T) of stride-T windows `ids` (0..len-1)."""
-        shard, start = self._tiling.locate(ids)
-        return split_xy(gather_rows(self._windows, shard, start))
+        return split_xy(gather_rows(self._windows, *self.locate(ids)))
 
     @property
     def identity(self) -> str:

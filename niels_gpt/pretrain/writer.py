@@ -56,8 +56,8 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.data.hub import SourceUnavailableError
 from niels_gpt.data.resumable import StaleStreamState, StreamUnavailable, Tracker, tracking
+from niels_gpt.data.source import SourceUnavailableError
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.log import log, progress
 from niels_gpt.meta import header, not_built, write_meta
@@ -289,8 +289,7 @@ class _Saver:
 
     def save(self) -> None:
         stream = self.tracker.stream
-        if stream is None:  # the input is not a stream this module can place (resumable.supports)
-            log(f"{self.checkpoint.dir}: this input cannot be resumed; no checkpoints")
+        if stream is None:  # read by datasets itself (hub.iter_rows logged why and meta records it)
             self.enabled = False
             return
         info, table = stream.state()

@@ -34,7 +34,9 @@ when asked for a batch.
 Sampling: one `torch.randint(len(self), (B,), generator=generator)` draw picks the B items (kept
 examples, or packed rows), uniformly, with replacement; then one gather for all B rows. Epoch mode
 (MixedLoader(mode="epoch")) reads the items in order instead: `len(ds)` of them, `ds.rows(ids)`;
-`identity` names the data for a resumed loader's check (meta.json's sha256s of this split's files,
+`resident=True` copies the tokens, the mask and the rows' segments or pieces into the memory of `device` once
+and makes every batch there, the same rows (niels_gpt.training.resident). `identity` names the data for a
+resumed loader's check (meta.json's sha256s of this split's files,
 the truncation, and the packing seed when packed).
 """
 
@@ -77,6 +79,7 @@ class SFTExampleDataset:
         packing: bool = False,
         seed: int = 0,
         ignore_index: int = IGNORE_INDEX,
+        resident: bool = False,
     ):
         check_truncation(truncation)
         if T < 1:
@@ -107,6 +110,13 @@ class SFTExampleDataset:
         self.packed = pack_examples(kept_lengths, T + 1, seed) if packing else None
         self.pieces = row_pieces(self.packed, self.segments, T + 1) if packing else None
         self.fill = self._fill(kept_lengths)
+        self.resident = None  # resident=True: tokens, mask and rows in the device's memory (training/resident.py)
+        if resident:
+            import torch
+
+            from niels_gpt.training.resident import ResidentSFT
+
+            self.resident = ResidentSFT(self, torch.device(device), what=self.tokens_path)
 
     # -- construction helpers ------------------------------------------------------------------
     @classmethod
@@ -122,6 +132,7 @@ class SFTExampleDataset:
         packing: bool = False,
         seed: int = 0,
         ignore_index: int = IGNORE_INDEX,
+        resident: bool = False,
     ) -> SFTExampleDataset:
         """The `split` of the cache in `cache_dir` (e.g. "cache/sft/oasst1"); truncation from meta."""
         meta = read_meta(os.path.join(cache_dir, layout.META))
@@ -143,6 +154,7 @@ class SFTExampleDataset:
             packing=packing,
             seed=seed,
             ignore_index=ignore_index,
+            resident=resident,
         )
 
     def _sibling_meta(self, tokenizer) -> dict | None:
@@ -228,11 +240,9 @@ class SFTExampleDataset:
         y = np.ascontiguousarray(seq[:, 1:])
         return np.ascontiguousarray(seq[:, :-1]), y, np.where(active[:, 1:], y, self.ignore_index)
 
-    def get_batch(self, *, B: int, generator=None):
-        """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
+    def draw_items(self, B: int, generator=None) -> np.ndarray:
+        """B items (int64) drawn uniformly with replacement: get_batch's one draw (refused when there are none)."""
         import torch
-
-        from niels_gpt.to_device import to_device
 
         on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self._split_name())
         if not self.num_examples and on_purpose:
@@ -245,7 +255,15 @@ class SFTExampleDataset:
                 f"{self.tokens_path}: no example has a loss-active target within T+1={self.T + 1} tokens "
                 f"({self.num_examples:,} examples, {self.num_excluded:,} excluded); nothing to sample"
             )
-        ids = torch.randint(len(self), (B,), generator=generator).numpy()
+        return torch.randint(len(self), (B,), generator=generator).numpy()
+
+    def get_batch(self, *, B: int, generator=None):
+        """`rows` of B items drawn uniformly (kept examples, or packed rows) as tensors on `device`."""
+        from niels_gpt.to_device import to_device
+
+        ids = self.draw_items(B, generator)
+        if self.resident is not None:
+            return self.resident.rows(ids)
         return to_device(self.rows(ids), self.device)
 
     def _split_name(self) -> str | None:

@@ -25,9 +25,10 @@ Epoch mode (MixedLoader(mode="epoch")): a `StreamBatcher` is also a sequence of 
 of T+1 bytes at stride T that tile each of its streams in sorted name order
 (niels_gpt.token_windows.StrideTiling; `epoch_dropped_bytes` counts the bytes in no window):
 `len(batcher)`, `batcher.rows(ids)` -> (x, y) numpy int64. Its own `p` plays no part there: give
-MixedLoader one batcher per stream to mix streams by weight. `identity` names the data for a resumed
-loader's check: the sha256 in each stream's .meta.json when it was memory-mapped from a stream cache
-(`load_stream_cache`), else its length.
+MixedLoader one batcher per stream to mix streams by weight. `resident=True` copies the streams into
+the memory of `device` once and makes every batch there, the same rows (niels_gpt.training.resident).
+`identity` names the data for a resumed loader's check: the sha256 in each stream's .meta.json when it
+was memory-mapped from a stream cache (`load_stream_cache`), else its length.
 """
 
 from __future__ import annotations
@@ -89,19 +90,22 @@ def _windows(src: ByteStream, n: int, T: int) -> np.ndarray:
     return np.ndarray((n - T, T + 1), np.uint8, src, 0, (1, 1))
 
 
-def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
-    """The batch from the window views of validated sources (sorted name order): draws as the module
-    docstring says, one gather per source that has rows, one cast for x and y together."""
+def _draw(windows: list[np.ndarray], p: Mapping[str, float], B: int, generator) -> tuple[np.ndarray, np.ndarray]:
+    """(stream index, start) of B windows over the window views of validated sources (sorted name order):
+    the two draws of the module docstring."""
     if B < 1:
         raise ValueError(f"B must be >= 1, got {B}")
     _, idx = draw_sources(p, B, generator)
     draws = torch.randint(0, _DRAW_HIGH, (B,), generator=generator).numpy()
     which = idx.numpy()
     if len(windows) == 1:
-        starts = draws % windows[0].shape[0]
-    else:
-        starts = draws % np.array([w.shape[0] for w in windows])[which]
-    return to_device(split_xy(gather_rows(windows, which, starts)), device)
+        return which, draws % windows[0].shape[0]
+    return which, draws % np.array([w.shape[0] for w in windows])[which]
+
+
+def _sample(windows: list[np.ndarray], p: Mapping[str, float], B: int, T: int, device: torch.device, generator):
+    """The batch: `_draw`, one gather per source that has rows, one cast for x and y together."""
+    return to_device(split_xy(gather_rows(windows, *_draw(windows, p, B, generator))), device)
 
 
 # `get_batch` is called with the same sources every step: the checks and window views of the last
@@ -131,7 +135,13 @@ class StreamBatcher:
     """Sources + mixture validated once, ready to sample batches (the same draws as `get_batch`)."""
 
     def __init__(
-        self, sources: Mapping[str, ByteStream], *, p: Mapping[str, float], T: int, device: str | torch.device = "cpu"
+        self,
+        sources: Mapping[str, ByteStream],
+        *,
+        p: Mapping[str, float],
+        T: int,
+        device: str | torch.device = "cpu",
+        resident: bool = False,
     ):
         self.T = int(T)
         self._windows = _validated_windows(sources, p, self.T)  # views keep their buffers alive
@@ -143,19 +153,41 @@ class StreamBatcher:
         self.identity = sha256_json(
             {"byte_streams": {name: _stream_identity(sources[name], name) for name in self.names}}
         )
+        self.resident = None  # resident=True: the streams in the device's memory (training/resident.py)
+        if resident:
+            from niels_gpt.training.resident import ResidentWindows
+
+            what = f"byte streams {self.names}"
+            self.resident = ResidentWindows(
+                self._windows, self.T, self.device, what=what, draw=self.draw_windows, locate=self.locate
+            )
 
     def get_batch(self, B: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(x, y), each (B, T) int64 on the device; random draws as the module docstring says."""
+        if self.resident is not None:
+            return self.resident.rows(self.draw_windows(B, generator))
         return _sample(self._windows, self.p, B, self.T, self.device, generator)
+
+    @property
+    def window_views(self) -> list[np.ndarray]:
+        """The (n - T, T+1) window view of every stream, in sorted name order (what draw_windows and locate index)."""
+        return self._windows
+
+    def draw_windows(self, B: int, generator: torch.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(stream index, start) of B windows: the draws of get_batch."""
+        return _draw(self._windows, self.p, B, generator)
 
     def __len__(self) -> int:
         """Stride-T windows of T+1 bytes over every stream (the items of an epoch)."""
         return self._tiling.num_windows
 
+    def locate(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """(stream index, start) of stride-T windows `ids` (0..len-1)."""
+        return self._tiling.locate(ids)
+
     def rows(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """(x, y): C-contiguous int64 numpy arrays (len(ids), T) of stride-T windows `ids` (0..len-1)."""
-        which, starts = self._tiling.locate(ids)
-        return split_xy(gather_rows(self._windows, which, starts))
+        return split_xy(gather_rows(self._windows, *self.locate(ids)))
 
 
 def _stream_identity(src: ByteStream, name: str) -> str | int:

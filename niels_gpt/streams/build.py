@@ -4,10 +4,12 @@ On disk, per (source, split), in the streams folder (names from layout.py):
   {source}_{split}.bin        the UTF-8 bytes of the stream, nothing else
   {source}_{split}.meta.json  niels_gpt.meta's header (kind "streams", tokenizer fields None) + the
                               inputs the stream was built from + n_bytes, sha256, encoding, skipped_blank
-A rebuild takes the old stream down first (`meta.unpublish`: meta.json, then the .bin), writes the
-.bin, and publishes the meta.json last, all atomically, so a meta.json means its .bin is complete.
-An enabled source that is not required and has no input gets an empty .bin and a "not built" meta.json
-(`meta.not_built`), so the workflow's targets exist; readers skip it. Streams:
+A stream is written as it is read, one document at a time, into a staged file (`{name}.bin.tmp`), its
+length and sha256 counted on the way, so memory stays flat whatever the corpus. Publishing takes the old
+stream's meta.json down, renames the staged .bin onto its name, then writes the meta.json, so a
+meta.json means its .bin is complete. An enabled source that is not required and has no input gets an
+empty .bin and a "not built" meta.json (`meta.not_built`), so the workflow's targets exist; readers
+skip it. Streams:
   wiki    wikitext lines of the loader's train / val split, joined with `doc_separator`
   roam    markdown notes split by file (seeded, `niels_gpt.splits`), texts joined with `doc_separator`
   primer  the primer text split into dialogues on `delimiter` (held-out dialogues), kept as-is
@@ -16,22 +18,23 @@ left out, so a separator never stands next to nothing, and counted in the meta's
 (primer: blank dialogues are left out before the split and counted in the train stream's meta).
 
 `source_streams(cfg, source)` plans one source: for each split, the meta fields it records (header +
-inputs) and a function that makes its bytes. The same inputs give byte-identical .bin files.
+the inputs known before reading) and a function that writes its bytes to a file and says what it read.
+The same inputs give byte-identical .bin files.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, BinaryIO, Union
 
 from niels_gpt import layout, meta
-from niels_gpt.atomic import atomic_write_bytes
+from niels_gpt.atomic import StagedFile
 from niels_gpt.data.normalize import is_blank
 from niels_gpt.data.registry import STREAM_SOURCES
 from niels_gpt.layout import SPLITS, STREAM_FORMAT_VERSION
@@ -47,6 +50,10 @@ ByteStream = Union[bytes, bytearray, memoryview, "numpy.ndarray", "torch.Tensor"
 BytesSources = dict[str, ByteStream]  # keys: "wiki" | "roam" | "primer"
 ENCODING = "utf-8"  # streams hold UTF-8 bytes: values 0..255
 LENGTH_FIX = "add text, lower T (streams.T), or drop the source from streams.enabled_sources / required_sources"
+# Documents are gathered up to this many characters, then joined, encoded, written and hashed at once:
+# a call per wikitext line (~1.8 M at full size) made the write 3x slower than one join; 1 M characters
+# (at most 4 MiB encoded) is noise next to the process (~150 MB of imports).
+WRITE_CHUNK_CHARS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -69,20 +76,70 @@ class StreamBuildConfig:
     required_sources: tuple[str, ...] = field(default=STREAM_SOURCES)
 
 
-def join_documents(docs: Sequence[str], sep: str) -> tuple[bytes, int]:
-    """(the non-blank docs joined with sep, utf-8 encoded; how many blank docs were left out)."""
-    kept = [d for d in docs if not is_blank(d)]
-    return sep.join(kept).encode(ENCODING), len(docs) - len(kept)
+@dataclass(frozen=True)
+class Written:
+    """What writing one stream gave: its length and sha256, the blank documents left out, and the
+    inputs only known once read (wiki: its line and character counts, the commit read)."""
+
+    n_bytes: int
+    sha256: str
+    skipped_blank: int = 0
+    inputs: dict = field(default_factory=dict)
+
+
+def write_documents(out: BinaryIO, docs: Iterable[str], sep: str) -> Written:
+    """Write the non-blank docs joined with sep, utf-8 encoded, to `out` as they are read (at most
+    WRITE_CHUNK_CHARS characters held). `inputs`: n_docs and total_chars of every doc read, the blank
+    ones included."""
+    sha, n_bytes = hashlib.sha256(), 0
+    n_docs = total_chars = blank = 0
+    chunk: list[str] = []
+    chunk_chars = 0
+
+    def flush() -> None:
+        nonlocal n_bytes, chunk, chunk_chars
+        data = (sep if n_bytes else "") + sep.join(chunk)  # a separator between chunks, as inside one
+        encoded = data.encode(ENCODING)
+        out.write(encoded)
+        sha.update(encoded)
+        n_bytes += len(encoded)
+        chunk, chunk_chars = [], 0
+
+    for doc in docs:
+        n_docs += 1
+        total_chars += len(doc)
+        if is_blank(doc):
+            blank += 1
+            continue
+        chunk.append(doc)
+        chunk_chars += len(doc)
+        if chunk_chars >= WRITE_CHUNK_CHARS:
+            flush()
+    if chunk:
+        flush()
+    return Written(n_bytes, sha.hexdigest(), blank, {"n_docs": n_docs, "total_chars": total_chars})
+
+
+def write_bytes(out: BinaryIO, data: bytes) -> Written:
+    """Write `data` to `out` as it is."""
+    out.write(data)
+    return Written(len(data), hashlib.sha256(data).hexdigest())
+
+
+def _documents_bytes(docs: Iterable[str], sep: str) -> bytes:
+    out = io.BytesIO()
+    write_documents(out, docs, sep)
+    return out.getvalue()
 
 
 def build_wiki_stream(docs: Sequence[str], *, sep: str) -> bytes:
-    """utf-8 encode docs and join with sep (blank docs left out)."""
-    return join_documents(docs, sep)[0]
+    """utf-8 encode docs and join with sep (blank docs left out): `write_documents` in memory."""
+    return _documents_bytes(docs, sep)
 
 
 def build_roam_stream(docs: Sequence[str], *, sep: str) -> bytes:
-    """utf-8 encode docs and join with sep (blank docs left out)."""
-    return join_documents(docs, sep)[0]
+    """utf-8 encode docs and join with sep (blank docs left out): `write_documents` in memory."""
+    return _documents_bytes(docs, sep)
 
 
 def build_primer_stream(text: str) -> bytes:
@@ -121,13 +178,16 @@ def stream_header(cfg: StreamBuildConfig, source: str, wiki_dataset: tuple[str, 
 @dataclass
 class SplitStream:
     """One (source, split) stream: the meta fields it records before it is built (header + inputs),
-    and how to build it: `build()` -> (its bytes, blank documents left out)."""
+    and how to build it: `write(file)` writes its bytes -> Written. `inputs_complete`: `inputs` holds
+    every input (roam, primer: their files' stats), so a current stream is known before reading; wiki
+    learns its counts and the commit read while it writes (Written.inputs)."""
 
     source: str
     split: str
     header: dict
     inputs: dict
-    build: Callable[[], tuple[bytes, int]]
+    write: Callable[[BinaryIO], Written]
+    inputs_complete: bool = True
 
 
 def _file_stat(path: str | os.PathLike) -> dict:
@@ -135,30 +195,37 @@ def _file_stat(path: str | os.PathLike) -> dict:
     return {"path": os.fspath(path), "mtime_ns": st.st_mtime_ns, "size": st.st_size}
 
 
+def _write_wiki(docs: Iterable[str], sep: str, wiki_read: Mapping | None, split: str, out: BinaryIO) -> Written:
+    written = write_documents(out, docs, sep)
+    if wiki_read is None:
+        return written
+    read = dict(wiki_read.get(split) or {})  # filled by the loader as it read: dataset, split, the commit read
+    inputs = {**written.inputs, "dataset_revision": read.get("revision"), "provenance": read}
+    return Written(written.n_bytes, written.sha256, written.skipped_blank, inputs)
+
+
 def _wiki_streams(
-    cfg: StreamBuildConfig, docs_by_split: Mapping[str, Sequence[str]], header: dict, wiki_read: Mapping | None
-):
+    cfg: StreamBuildConfig, docs_by_split: Mapping[str, Iterable[str]], header: dict, wiki_read: Mapping | None
+) -> list[SplitStream]:
     streams = []
     for split in SPLITS:
         if split not in docs_by_split:
             raise ValueError(f"wiki docs have no {split!r} split (got {sorted(docs_by_split)}); expected train and val")
-        docs = docs_by_split[split]
-        inputs = {
-            "source": "wiki",
-            "split": split,
-            "n_docs": len(docs),
-            "total_chars": sum(map(len, docs)),
-            "sep": cfg.doc_separator,
-        }
-        if wiki_read is not None:  # the loader's record: dataset, split, the commit read (or the local files)
-            read = dict(wiki_read.get(split) or {})
-            inputs.update({"dataset_revision": read.get("revision"), "provenance": read})
-        streams.append(SplitStream("wiki", split, header, inputs, partial(join_documents, docs, cfg.doc_separator)))
+        inputs = {"source": "wiki", "split": split, "sep": cfg.doc_separator}
+        write = partial(_write_wiki, docs_by_split[split], cfg.doc_separator, wiki_read, split)
+        streams.append(SplitStream("wiki", split, header, inputs, write, inputs_complete=False))
     return streams
 
 
+def _write_notes(paths: list[str], sep: str, out: BinaryIO) -> Written:
+    from niels_gpt.data.roam import iter_roam
+
+    written = write_documents(out, (note.text for note in iter_roam(paths)), sep)  # one note read at a time
+    return Written(written.n_bytes, written.sha256, written.skipped_blank)  # the files' stats are its inputs
+
+
 def _roam_streams(cfg: StreamBuildConfig, header: dict) -> list[SplitStream]:
-    from niels_gpt.data.roam import list_roam_paths, load_texts, split_roam_paths
+    from niels_gpt.data.roam import list_roam_paths, split_roam_paths
 
     paths = list_roam_paths(cfg.roam_root)
     train_paths, val_paths = split_roam_paths(paths, val_frac=cfg.roam_val_frac, seed=cfg.seed)
@@ -172,8 +239,8 @@ def _roam_streams(cfg: StreamBuildConfig, header: dict) -> list[SplitStream]:
             "seed": cfg.seed,
             "val_frac": cfg.roam_val_frac,
         }
-        build = partial(lambda ps: join_documents(load_texts(ps), cfg.doc_separator), list(split_paths))
-        streams.append(SplitStream("roam", split, header, inputs, build))
+        write = partial(_write_notes, list(split_paths), cfg.doc_separator)
+        streams.append(SplitStream("roam", split, header, inputs, write))
     return streams
 
 
@@ -188,14 +255,15 @@ def _primer_streams(cfg: StreamBuildConfig, header: dict) -> list[SplitStream]:
     texts: dict[str, str] = {}
     blank: list[int] = []
 
-    def build(split: str) -> tuple[bytes, int]:
+    def write(split: str, out: BinaryIO) -> Written:
         if not texts:  # split once, for both splits; split_primer_dialogues leaves blank dialogues out
             text = load_primer_text(cfg.primer_path)
             texts["train"], texts["val"] = split_primer_dialogues(
                 text, val_frac=cfg.primer_val_frac, seed=cfg.seed, delimiter=cfg.delimiter
             )
             blank.append(sum(map(is_blank, dialogue_blocks(text, cfg.delimiter))))
-        return build_primer_stream(texts[split]), blank[0] if split == "train" else 0
+        written = write_bytes(out, build_primer_stream(texts.pop(split)))
+        return Written(written.n_bytes, written.sha256, blank[0] if split == "train" else 0)
 
     streams = []
     for split in SPLITS:
@@ -207,11 +275,11 @@ def _primer_streams(cfg: StreamBuildConfig, header: dict) -> list[SplitStream]:
             "seed": cfg.seed,
             "val_frac": cfg.primer_val_frac,
         }
-        streams.append(SplitStream("primer", split, header, inputs, partial(build, split)))
+        streams.append(SplitStream("primer", split, header, inputs, partial(write, split)))
     return streams
 
 
-WikiDocs = Mapping[str, Sequence[str]] | Callable[[], Mapping[str, Sequence[str]]]
+WikiDocs = Mapping[str, Iterable[str]] | Callable[[], Mapping[str, Iterable[str]]]
 
 
 def source_streams(
@@ -221,11 +289,11 @@ def source_streams(
     wiki_dataset: tuple[str, str | None] | None = None,
     wiki_read: Mapping | None = None,
 ) -> list[SplitStream]:
-    """The train and val streams of `source`; wiki reads `wiki_docs` ({"train": [...], "val": [...]}, lines
-    of `wiki_dataset`, or a function returning them), or wikitext's default splits when None.
-    `wiki_read` ({"train": record, "val": record}, filled by the loader while `wiki_docs` runs: dataset,
-    split, the commit read) goes into each wiki stream's meta as `provenance`, its commit as
-    `dataset_revision`. FileNotFoundError when the source has no input."""
+    """The train and val streams of `source`; wiki reads `wiki_docs` ({"train": lines, "val": lines},
+    lists or one-pass iterables of `wiki_dataset`'s lines, or a function returning them), or wikitext's
+    default splits when None. `wiki_read` ({"train": record, "val": record}, filled by the loader while
+    the lines are read: dataset, split, the commit read) goes into each wiki stream's meta as
+    `provenance`, its commit as `dataset_revision`. FileNotFoundError when the source has no input."""
     header = stream_header(cfg, source, wiki_dataset)
     if source == "wiki":
         if wiki_docs is None:
@@ -270,11 +338,48 @@ def check_stream_lengths(lengths: Mapping[str, int], T: int, *, required: Collec
         )
 
 
-def _publish(cache_dir: str | os.PathLike, source: str, split: str, data: bytes, record: dict) -> dict:
-    """Take the old stream down (meta first), write the .bin, then publish `record` as its meta.json."""
-    bin_path, meta_path = stream_paths(cache_dir, source, split)
-    meta.unpublish(meta_path, [bin_path])
-    atomic_write_bytes(bin_path, data)
+def stage_stream(cache_dir: str | os.PathLike, source: str, split: str, write: Callable[[BinaryIO], Written]):
+    """(StagedFile, Written): `write` run into the stream's staged .bin (`{name}.bin.tmp`, not yet on its
+    name: `publish_stream` renames it); on error the staged file is removed and the error re-raised."""
+    staged = StagedFile(stream_paths(cache_dir, source, split)[0])
+    try:
+        written = write(staged.file)
+        staged.close()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged, written
+
+
+def stream_record(
+    cache_dir: str | os.PathLike, source: str, split: str, written: Written, inputs: Mapping, header: Mapping
+) -> dict:
+    """The meta.json of a built stream: header + inputs (those known before reading, then Written's)
+    + what was written."""
+    return {
+        **header,
+        **inputs,
+        **written.inputs,
+        "source": source,
+        "split": split,
+        "bin": os.path.basename(stream_paths(cache_dir, source, split)[0]),
+        "n_bytes": written.n_bytes,
+        "sha256": written.sha256,
+        "encoding": ENCODING,
+        "skipped_blank": written.skipped_blank,
+    }
+
+
+def publish_stream(cache_dir: str | os.PathLike, source: str, split: str, staged: StagedFile, record: dict) -> dict:
+    """Take the old stream's meta.json down, rename the staged .bin onto its name, then publish `record`
+    as its meta.json (so a meta.json always means its .bin is complete); returns `record`."""
+    meta_path = stream_paths(cache_dir, source, split)[1]
+    meta.unpublish(meta_path)
+    try:
+        staged.commit()
+    except BaseException:
+        staged.discard()
+        raise
     meta.write_meta(meta_path, record)
     return record
 
@@ -289,44 +394,39 @@ def write_stream(
     *,
     header: Mapping | None = None,
 ) -> dict:
-    """Write one built stream (see the module docstring); returns its meta. `header` defaults to the
-    streams header with no seed and no dataset."""
+    """Write one stream held in memory (see the module docstring); returns its meta. `header` defaults
+    to the streams header with no seed and no dataset."""
     if header is None:
         header = meta.header("streams", format_version=STREAM_FORMAT_VERSION, seed=None)
-    record = {
-        **header,
-        **inputs,
-        "source": source,
-        "split": split,
-        "bin": os.path.basename(stream_paths(cache_dir, source, split)[0]),
-        "n_bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "encoding": ENCODING,
-        "skipped_blank": skipped_blank,
-    }
-    return _publish(cache_dir, source, split, data, record)
+    staged, written = stage_stream(cache_dir, source, split, partial(write_bytes, data=data))
+    written = Written(written.n_bytes, written.sha256, skipped_blank)
+    return publish_stream(
+        cache_dir, source, split, staged, stream_record(cache_dir, source, split, written, inputs, header)
+    )
 
 
 def write_not_built(cache_dir: str | os.PathLike, source: str, split: str, *, reason: str, header: Mapping) -> dict:
     """An empty .bin and the "not built" meta.json (`meta.not_built`: built false, `reason`); returns the meta."""
     fields = {k: header[k] for k in ("format_version", "seed", "dataset_name", "dataset_config")}
     record = {**meta.not_built("streams", reason=reason, **fields), "source": source, "split": split}
-    return _publish(cache_dir, source, split, b"", record)
+    staged, _ = stage_stream(cache_dir, source, split, partial(write_bytes, data=b""))
+    return publish_stream(cache_dir, source, split, staged, record)
 
 
-def read_current(cache_dir: str | os.PathLike, stream: SplitStream) -> tuple[bytes, dict] | None:
-    """(bytes, meta) of the stream on disk if it is current, else None: the one staleness decision.
+def read_current(cache_dir: str | os.PathLike, stream: SplitStream, learned: Mapping | None = None) -> dict | None:
+    """The meta of the stream on disk if it is current, else None: the one staleness decision.
 
     Current: its meta.json records the same header and inputs `stream` would record (so the same
-    format_version, seed, dataset and input files) and its .bin holds n_bytes bytes."""
+    format_version, seed, dataset and input files; `learned`: the inputs known once read, Written.inputs)
+    and its .bin holds n_bytes bytes. The .bin is not read."""
     bin_path, meta_path = stream_paths(cache_dir, stream.source, stream.split)
-    expected = json.loads(json.dumps({**stream.header, **stream.inputs}))  # tuples -> lists, as read back
+    expected = json.loads(json.dumps({**stream.header, **stream.inputs, **(learned or {})}))  # tuples -> lists
     try:
         with open(meta_path, encoding="utf-8") as f:
             on_disk = json.load(f)
         if not isinstance(on_disk, dict) or any(k not in on_disk or on_disk[k] != v for k, v in expected.items()):
             return None
-        data = Path(bin_path).read_bytes()
+        size = os.path.getsize(bin_path)
     except (FileNotFoundError, json.JSONDecodeError):
         return None
-    return (data, on_disk) if len(data) == on_disk.get("n_bytes") else None
+    return on_disk if size == on_disk.get("n_bytes") else None

@@ -54,7 +54,8 @@ def build_stream_from_config(cfg: Mapping, source: str, out_dir: str | os.PathLi
     wiki_read: dict = {}  # what each wikitext split read (the commit included), filled by wikitext_lines
     streams = build_streams(
         scfg,
-        wiki_docs=lambda: wikitext_lines(cfg, provenance=wiki_read),  # read only when the source is wiki
+        # read only when the source is wiki, one line at a time as the stream is written
+        wiki_docs=lambda: wikitext_lines(cfg, provenance=wiki_read, lazy=True),
         wiki_dataset=(wikitext["dataset_id"], wikitext["config"]),
         wiki_read=wiki_read,
     )

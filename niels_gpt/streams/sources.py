@@ -5,20 +5,26 @@
 run:
   1. plan every enabled source (`build.source_streams`); a source that is not required and has no
      input (missing folder or file) is not built;
-  2. per stream: its bytes from disk when it is current (`build.read_current`: its meta.json records
-     the same header and inputs, its .bin is whole) and `force_rebuild` is off, else built;
+  2. per stream, unless `force_rebuild`: kept when current (`build.read_current`: its meta.json
+     records the same header and inputs, its .bin is whole); else written as read into its staged
+     .bin (`build.stage_stream`: one document in memory at a time). A wiki stream learns its inputs
+     (line counts, the commit read) while written, so it is judged current after that, and its staged
+     file dropped;
   3. a source that is not required and has an empty split is not built;
   4. every stream left holds at least T+1 bytes, or one ValueError lists every short one
-     (`build.check_stream_lengths`), and nothing is written;
-  5. the streams that were built are written, and each source not built gets its "not built" record.
+     (`build.check_stream_lengths`), every staged file is removed and nothing is published;
+  5. the streams that were written are published, and each source not built gets its "not built" record.
 Only `enabled_sources` are touched; `required_sources` (a subset) must have input and be non-empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from niels_gpt.atomic import StagedFile
 from niels_gpt.data.registry import STREAM_SOURCES
 from niels_gpt.layout import SPLITS
 from niels_gpt.log import log
@@ -28,25 +34,32 @@ from niels_gpt.streams.build import (
     SplitStream,
     StreamBuildConfig,
     WikiDocs,
+    Written,
     check_gating,
     check_stream_lengths,
+    publish_stream,
     read_current,
     source_streams,
+    stage_stream,
     stream_header,
     stream_paths,
+    stream_record,
     write_not_built,
-    write_stream,
 )
 
 
 @dataclass(frozen=True)
 class Stream:
-    """One (source, split) stream after `build_streams`: its bytes (b"" when not built), its meta as
-    written or read, and whether it was taken from disk as current."""
+    """One (source, split) stream after `build_streams`: its .bin, its meta as written or read, and
+    whether it was taken from disk as current. `data` reads the .bin (b"" when not built)."""
 
-    data: bytes
+    path: str
     meta: dict
     reused: bool = False
+
+    @property
+    def data(self) -> bytes:
+        return Path(self.path).read_bytes() if is_built(self.meta) else b""
 
 
 def _plan(
@@ -69,31 +82,50 @@ def _plan(
 
 @dataclass
 class _Pending:
-    """A stream between steps 2 and 5: its plan, its bytes, the meta read when it is current, blank docs."""
+    """A stream between steps 2 and 5: its plan, and either the meta read when it is current or its
+    staged .bin and what was written."""
 
     plan: SplitStream
-    data: bytes
-    meta: dict | None
-    blank: int
+    current: dict | None = None
+    staged: StagedFile | None = None
+    written: Written | None = None
+
+    @property
+    def n_bytes(self) -> int:
+        return self.current["n_bytes"] if self.current is not None else self.written.n_bytes
 
 
-def _load_or_build(cfg: StreamBuildConfig, plan: SplitStream) -> _Pending:
-    current = None if cfg.force_rebuild else read_current(cfg.cache_dir, plan)
-    if current is not None:
-        return _Pending(plan, *current, blank=0)
-    data, blank = plan.build()
-    return _Pending(plan, data, None, blank)
+def _load_or_stage(cfg: StreamBuildConfig, plan: SplitStream) -> _Pending:
+    keep = not cfg.force_rebuild
+    if keep and plan.inputs_complete and (current := read_current(cfg.cache_dir, plan)) is not None:
+        return _Pending(plan, current=current)
+    staged, written = stage_stream(cfg.cache_dir, plan.source, plan.split, plan.write)
+    if keep and not plan.inputs_complete:  # judged once read: the inputs it learned, and the same bytes
+        current = read_current(cfg.cache_dir, plan, written.inputs)
+        if current is not None and current.get("sha256") == written.sha256:
+            staged.discard()
+            return _Pending(plan, current=current)
+    return _Pending(plan, staged=staged, written=written)
 
 
-def _write_or_keep(cfg: StreamBuildConfig, p: _Pending) -> Stream:
+def _publish_or_keep(cfg: StreamBuildConfig, p: _Pending) -> Stream:
     source, split = p.plan.source, p.plan.split
     bin_path = stream_paths(cfg.cache_dir, source, split)[0]
-    if p.meta is not None:
-        log(f"streams: {source} {split}: {len(p.data):,} bytes, current in {bin_path}")
-        return Stream(p.data, p.meta, reused=True)
-    meta = write_stream(cfg.cache_dir, source, split, p.data, p.plan.inputs, p.blank, header=p.plan.header)
-    log(f"streams: {source} {split}: {len(p.data):,} bytes ({p.blank:,} blank documents left out) -> {bin_path}")
-    return Stream(p.data, meta)
+    if p.current is not None:
+        log(f"streams: {source} {split}: {p.n_bytes:,} bytes, current in {bin_path}")
+        return Stream(bin_path, p.current, reused=True)
+    record = stream_record(cfg.cache_dir, source, split, p.written, p.plan.inputs, p.plan.header)
+    meta = publish_stream(cfg.cache_dir, source, split, p.staged, record)
+    blank = p.written.skipped_blank
+    log(f"streams: {source} {split}: {p.n_bytes:,} bytes ({blank:,} blank documents left out) -> {bin_path}")
+    return Stream(bin_path, meta)
+
+
+def _discard(pending: Iterable[_Pending]) -> None:
+    """Remove the staged .bin of each stream not yet published (a published one stays)."""
+    for p in pending:
+        if p.staged is not None and not p.staged.committed:
+            p.staged.discard()
 
 
 def build_streams(
@@ -105,31 +137,44 @@ def build_streams(
 ) -> dict[tuple[str, str], Stream]:
     """(source, split) -> Stream for every enabled source, built or not (steps: the module docstring).
 
-    `wiki_docs` ({"train": [...], "val": [...]}, lines of `wiki_dataset` = (dataset id, config), or a
-    function returning them, called only when wiki is enabled) replace loading wikitext's default
-    splits; `wiki_dataset` defaults to wikitext's (`build.wikitext_dataset`); `wiki_read` (what the loader
-    read, filled while `wiki_docs` runs) is recorded in the wiki streams' meta (`build.source_streams`)."""
+    `wiki_docs` ({"train": lines, "val": lines} of `wiki_dataset` = (dataset id, config), lists or
+    one-pass iterables, or a function returning them, called only when wiki is enabled) replace loading
+    wikitext's default splits; `wiki_dataset` defaults to wikitext's (`build.wikitext_dataset`);
+    `wiki_read` (what the loader read, filled while the lines are read) is recorded in the wiki streams'
+    meta (`build.source_streams`)."""
     check_gating(cfg)
     plans, not_built = _plan(cfg, wiki_docs, wiki_dataset, wiki_read)
+    made_dir = not os.path.isdir(cfg.cache_dir)
     pending: dict[tuple[str, str], _Pending] = {}
-    for source, splits in plans.items():
-        got = {plan.split: _load_or_build(cfg, plan) for plan in splits}
-        empty = [split for split in SPLITS if not got[split].data]
-        if empty and source not in cfg.required_sources:
-            not_built[source] = f"not in streams.required_sources and its {'/'.join(empty)} split is empty"
-        else:
-            pending.update({(source, split): p for split, p in got.items()})
-    check_stream_lengths(
-        {f"{source} {split}": len(p.data) for (source, split), p in pending.items()},
-        cfg.T,
-        required={f"{source} {split}" for source, split in pending if source in cfg.required_sources},
-    )
-    out = {key: _write_or_keep(cfg, p) for key, p in pending.items()}
+    try:
+        for source, splits in plans.items():
+            got: dict[str, _Pending] = {}
+            for plan in splits:
+                got[plan.split] = pending[(source, plan.split)] = _load_or_stage(cfg, plan)
+            empty = [split for split in SPLITS if not got[split].n_bytes]
+            if empty and source not in cfg.required_sources:
+                not_built[source] = f"not in streams.required_sources and its {'/'.join(empty)} split is empty"
+                _discard([pending.pop((source, split)) for split in SPLITS])
+        check_stream_lengths(
+            {f"{source} {split}": p.n_bytes for (source, split), p in pending.items()},
+            cfg.T,
+            required={f"{source} {split}" for source, split in pending if source in cfg.required_sources},
+        )
+    except BaseException:
+        _discard(pending.values())
+        if made_dir and os.path.isdir(cfg.cache_dir) and not os.listdir(cfg.cache_dir):
+            os.rmdir(cfg.cache_dir)  # nothing written: not even the folder
+        raise
+    try:
+        out = {key: _publish_or_keep(cfg, p) for key, p in pending.items()}
+    except BaseException:
+        _discard(pending.values())
+        raise
     for source, reason in not_built.items():
         header = stream_header(cfg, source, wiki_dataset)
         for split in SPLITS:
             meta = write_not_built(cfg.cache_dir, source, split, reason=reason, header=header)
-            out[(source, split)] = Stream(b"", meta)
+            out[(source, split)] = Stream(stream_paths(cfg.cache_dir, source, split)[0], meta)
         log(f"streams: {source}: not built, {reason}")
     return out
 

@@ -3,7 +3,8 @@
 loader.py (`MixedLoader`: several caches mixed by weight, random or epoch mode, exact resume, rank
 sharding; public as `niels_gpt.cache.loader`); its epoch mode is built from epoch_order.py (a seeded
 O(1)-memory permutation per epoch and one rank's slice of it), round_robin.py (rows to sources, every
-count within 1 of its share) and epoch_mixer.py (both, per source, with their saved state); plan.py
+count within 1 of its share) and epoch_mixer.py (both, per source, with their saved state); assembly.py
+reads a batch's rows in one pass; plan.py
 holds the fingerprint a resumed loader checks, sources.py what a loader's sources must share.
 attention.py: `block_causal_mask`, the attention mask of packed SFT rows (one example per block).
 For torch.utils.data: batch_dict.py (dict batches: input_ids, unshifted labels, shift_labels, position_ids,

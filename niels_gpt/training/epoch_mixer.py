@@ -5,9 +5,9 @@
   - one round_robin.SmoothRoundRobin over rows with weights p (the same on every rank);
   - per source an epoch_order.RankCursor over its `len(source)` items, seeded with
     `source_seed(seed, name)`, reading this rank's positions of each epoch and rolling over on its own.
-`next_arrays(B)` assigns B rows, asks each source with k rows for its next k items with one
-`source.rows(items)` call (sources in name order), and scatters them, in order, into the rows that
-source was assigned. Its whole position is `state()`: each source's epoch and cursor and the credits
+`assign(B)` gives the source of each of the next B rows, `take(k, count)` source k's next items (the
+loader reads them, sources in name order, into the rows that source was assigned: assembly.py).
+Its whole position is `state()`: each source's epoch and cursor and the credits
 (plain ints). `restore` checks a saved position for consistency before taking it: the credits give
 how many rows each source has read after `rows` rows in all, and epoch * items_per_epoch + cursor
 must equal that count.
@@ -64,26 +64,14 @@ class EpochMixer:
         except ValueError as e:
             raise ValueError(f"source {name!r}: {e}") from None
 
-    def next_arrays(self, B: int) -> tuple[np.ndarray, list[np.ndarray]]:
-        """(source index of each row, int64 (B,); the arrays of the B rows, one per tensor of rows())."""
+    def assign(self, B: int) -> tuple[np.ndarray, list[int]]:
+        """The source index of each of the next B rows (int64 (B,)) and how many rows each source got."""
         which = self.round_robin.assign(B)
-        out: list[np.ndarray] | None = None
-        arity = None
-        for k, name in enumerate(self.names):
-            rows = np.flatnonzero(which == k)
-            if not len(rows):
-                continue
-            part = self.sources[name].rows(self.cursors[name].take(len(rows)))
-            if arity is not None and len(part) != arity:
-                raise ValueError(f"source {name!r} returned {len(part)} arrays from rows(), the others {arity}")
-            arity = len(part)
-            if len(rows) == B:  # one source has every row: its rows are the batch
-                return which, list(part)
-            if out is None:
-                out = [np.empty((B,) + a.shape[1:], dtype=a.dtype) for a in part]
-            for dst, src in zip(out, part):
-                dst[rows] = src
-        return which, out
+        return which, np.bincount(which, minlength=len(self.names)).tolist()
+
+    def take(self, k: int, count: int) -> np.ndarray:
+        """The next `count` items of source number k (its cursor moves on)."""
+        return self.cursors[self.names[k]].take(count)
 
     def skip(self, B: int, batches: int) -> None:
         """Move past `batches` batches of B rows without reading a row: the round robin runs, and each

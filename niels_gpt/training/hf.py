@@ -25,6 +25,10 @@ against every example computed alone (tests/training/test_hf.py):
   packed_mask="4d": attention_mask is `additive_block_mask(segment_ids, dtype)`, (B, 1, T, T) in the model's
       dtype, 0 where `block_causal_mask` allows attention and the dtype's minimum elsewhere; it replaces the
       causal mask. A boolean 4-D mask is right for sdpa but is added to the scores by eager attention (leaks).
+The Hugging Face Trainer takes a MixedBatches mixture as `train_dataset=mix.rows()` with
+`data_collator=RowCollator(mix.B)` and `per_device_train_batch_size=mix.B` (every step one whole mixed batch;
+its loss is masked_cross_entropy, and the Trainer counts the targets from shift_labels). `RowCollator`
+refuses another number of rows with one message.
 transformers is not imported here: the package imports without it.
 """
 
@@ -107,3 +111,23 @@ def hf_inputs(
         else:
             _check_position_ids_packing()
     return inputs
+
+
+class RowCollator:
+    """The Trainer's `data_collator` for `MixedBatches.rows()`: B rows (mixture.Row) -> `hf_inputs` of their
+    batch (`packed_mask`, `dtype`, `shift_labels` as hf_inputs takes them)."""
+
+    def __init__(self, B: int, *, packed_mask: str = "position_ids", dtype: torch.dtype | None = None):
+        if packed_mask not in PACKED_MASKS:
+            raise ValueError(f"packed_mask must be one of {PACKED_MASKS}, got {packed_mask!r}")
+        self.B, self.packed_mask, self.dtype = B, packed_mask, dtype
+
+    def __call__(self, rows) -> dict:
+        if len(rows) != self.B:
+            raise ValueError(
+                f"got {len(rows)} rows, but a batch of this mixture has B={self.B}: set "
+                f"per_device_train_batch_size={self.B} (every step trains on one whole mixed batch)"
+            )
+        fields = [getattr(row, "fields", row) for row in rows]
+        batch = {key: torch.stack([f[key] for f in fields]) for key in fields[0]}
+        return hf_inputs(batch, packed_mask=self.packed_mask, dtype=self.dtype)

@@ -32,6 +32,9 @@ examples, packed SFT rows). For each step:
 Every rank runs the same round robin, so ranks read the same number of rows of each source per step
 from disjoint positions, and together read every item once per epoch. `Batch.epochs` and the state
 count each source's completed epochs (on this rank).
+In both modes the rows are read as one batch (training/assembly.py): window sources give (array, start)
+per row and the whole batch is one gather and one cast; SFT sources one rows() call each. The rows are
+those of each source's own get_batch / rows(), bit for bit.
 
 Resume: `state_dict()` holds the next step, the plan fingerprint (niels_gpt.training.plan: seed, p,
 B, T, mode, rank, world_size, state version, each source's cache identity) and, in epoch mode, each
@@ -55,8 +58,8 @@ import torch
 from niels_gpt import layout
 from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.sampling import check_mixture, derive_seed, draw_sources
-from niels_gpt.to_device import to_device
 from niels_gpt.training import batch_dict
+from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.sources import (
@@ -132,6 +135,7 @@ class MixedLoader:
         check_same_tokenizer(self.sources)
         self.ignore_index = common_ignore_index(self.sources)
         self.identities = {name: getattr(src, "identity", None) for name, src in self.sources.items()}
+        self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
         self.step = 0
         self.mixer = (
             EpochMixer(self.sources, self.p, seed=self.seed, rank=self.rank, world_size=self.world_size)
@@ -153,30 +157,26 @@ class MixedLoader:
         _, idx = draw_sources(self.p, B, g)
         which = idx.numpy()
         counts = np.bincount(which, minlength=len(self.names)).tolist()
-        out: list[torch.Tensor] | None = None
-        for k, count in enumerate(counts):
-            if not count:
-                continue
-            name = self.names[k]
-            part = self.sources[name].get_batch(B=count, generator=g)
-            if len(part) != self.arity:
-                raise ValueError(f"source {name!r} returned {len(part)} tensors, earlier {self.arity}")
-            if count == B:  # one source drew every row: its batch is the batch
-                out = list(part)
-                break
-            if out is None:
-                out = [torch.empty((B, self.T), dtype=t.dtype, device=t.device) for t in part]
-            (rows,) = to_device([np.flatnonzero(which == k)], out[0].device)
-            for dst, src in zip(out, part):
-                dst[rows] = src
+        out = self.assembler.random(which, counts, g)
+        if out is None:  # sources with get_batch alone
+            parts = {}
+            for k, count in enumerate(counts):
+                if count:
+                    name = self.names[k]
+                    parts[k] = self.sources[name].get_batch(B=count, generator=g)
+                    if len(parts[k]) != self.arity:
+                        raise ValueError(f"source {name!r} returned {len(parts[k])} tensors, earlier {self.arity}")
+            out = scatter_batches(parts, which, B, self.T)
+        elif len(out) != self.arity:
+            raise ValueError(f"sources returned {len(out)} tensors, {self.arity} from get_batch")
         return Batch(**dict(zip(FIELDS, out)), source=idx, step=step)
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
-        which, arrays = self.mixer.next_arrays(self.B)
-        if len(arrays) != self.arity:
-            raise ValueError(f"sources returned {len(arrays)} arrays from rows(), {self.arity} from get_batch")
-        tensors = to_device(arrays, self.device)
+        which, counts = self.mixer.assign(self.B)
+        tensors = self.assembler.epoch(which, counts, self.mixer.take)
+        if len(tensors) != self.arity:
+            raise ValueError(f"sources returned {len(tensors)} arrays from rows(), {self.arity} from get_batch")
         return Batch(
             **dict(zip(FIELDS, tensors)), source=torch.from_numpy(which), step=self.step, epochs=self.mixer.epochs()
         )
@@ -243,19 +243,31 @@ class MixedLoader:
             f"rank={self.rank}/{self.world_size}, step={self.step:,})"
         )
 
+    def made_resident(self) -> MixedLoader:
+        """This loader with its window sources' arrays in one tensor in the memory of its device
+        (training/resident.py: checked to fit, one gather per batch); the same batches from the same step."""
+        from niels_gpt.training.resident import share_windows
+
+        share_windows(list(self.sources.values()), self.device, what=f"the caches of {self.names}")
+        self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
+        return self
+
     # -- caches on disk ------------------------------------------------------------------------
     # Each opener says which caches it reads and how it opens one; `mixing` is the rest of the
     # constructor's arguments (B, seed, and rank, world_size, mode when given), passed on unchanged.
     @classmethod
-    def pretrain(cls, cache_dir, split="train", *, p, T: int, device="cpu", tokenizer=None, **mixing) -> MixedLoader:
+    def pretrain(
+        cls, cache_dir, split="train", *, p, T: int, device="cpu", tokenizer=None, resident: bool = False, **mixing
+    ) -> MixedLoader:
         """Sources `{cache_dir}/pretrain/{name}/{split}` (PretrainTokenStreamDataset) for every name with
-        weight > 0 in `p`."""
+        weight > 0 in `p`; `resident=True`: their shards in the memory of `device`, batches made there."""
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
         def open_source(root: Path):
             return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
 
-        return cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
+        loader = cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
+        return loader.made_resident() if resident else loader
 
     @classmethod
     def sft(
@@ -270,14 +282,17 @@ class MixedLoader:
         tokenizer=None,
         packing: bool = False,
         ignore_index: int = IGNORE_INDEX,
+        resident: bool = False,
         **mixing,
     ) -> MixedLoader:
         """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0
         in `p`; `packing=True` packs every source (packing seed: `seed`). With packing, p is each
-        source's share of rows, i.e. of tokens, no longer of examples."""
+        source's share of rows, i.e. of tokens, no longer of examples. `resident=True`: the caches in the
+        memory of `device`, batches made there."""
         from niels_gpt.sft.dataset import SFTExampleDataset
 
         options = dict(T=T, device=device, tokenizer=tokenizer, packing=packing, seed=seed, ignore_index=ignore_index)
+        options["resident"] = resident
 
         def open_source(root: Path):
             return SFTExampleDataset.from_cache_dir(root, split, **options)

@@ -19,6 +19,11 @@ batches equal N + M batches. A state of another plan is refused with MixedLoader
 (plan.refuse_other_plan), a state of another worker count with a ValueError (see also
 loader_state.load_loader_state, which checks the count before the loader's own asserts).
 
+For a DataLoader that batches items itself, the Hugging Face Trainer's: `mix.rows()` yields the rows of every
+batch one at a time (`Row`s, which the Trainer's column filter leaves alone) and a DataLoader with batch_size=B
+puts each worker's B consecutive rows, i.e. its whole batch, back together: the same batches for any k
+(`hf.RowCollator(B)` makes them the model's keyword arguments; per_device_train_batch_size=B).
+
 The caches are opened, and checked against the tokenizer, when the dataset is built; rank and world_size
 are fixed then (samplers.resolve_rank: torch.distributed when it is initialized). The dataset pickles
 without its open caches: a worker opens them again at its first batch (spawn, forkserver) and refuses
@@ -42,15 +47,28 @@ from niels_gpt.training.sources import weighted
 from niels_gpt.training.torch_data import OpenedWhereUsed
 
 
-def open_streams_loader(streams_dir, split: str = "train", *, p: Mapping[str, float], T: int, **mixing) -> MixedLoader:
+def open_streams_loader(
+    streams_dir,
+    split: str = "train",
+    *,
+    p: Mapping[str, float],
+    T: int,
+    device="cpu",
+    resident: bool = False,
+    **mixing,
+) -> MixedLoader:
     """A MixedLoader over the byte streams of one split in `streams_dir` (e.g. cache/streams): one source per
-    stream with weight > 0 in `p` (a StreamBatcher of that stream alone); `mixing`: B, seed, rank, ..."""
+    stream with weight > 0 in `p` (a StreamBatcher of that stream alone, on `device`, `resident` there when
+    asked); `mixing`: B, seed, rank, ..."""
     from niels_gpt.streams.batches import StreamBatcher, load_stream_cache
 
     p = weighted(p)
     streams = load_stream_cache(streams_dir, split, list(p))
-    sources = {name: StreamBatcher({name: stream}, p={name: 1.0}, T=T) for name, stream in streams.items()}
-    return MixedLoader(sources, p=p, **mixing)
+    sources = {
+        name: StreamBatcher({name: stream}, p={name: 1.0}, T=T, device=device) for name, stream in streams.items()
+    }
+    loader = MixedLoader(sources, p=p, **mixing)
+    return loader.made_resident() if resident else loader
 
 
 class MixedBatches(OpenedWhereUsed, IterableDataset):
@@ -84,6 +102,10 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
         worker, num_workers = (0, 0) if info is None else (info.id, info.num_workers)
         return MixedBatchIterator(self, worker, num_workers)
 
+    def rows(self) -> MixedRows:
+        """These batches one row at a time, for a DataLoader with batch_size=B (the Hugging Face Trainer's)."""
+        return MixedRows(self)
+
     def __repr__(self) -> str:
         return (
             f"MixedBatches(mode={self.mode!r}, p={self.fingerprint['p']}, B={self.B}, T={self.T}, "
@@ -115,6 +137,37 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
         open_loader = partial(opener, rank=rank, world_size=world_size, **mixing)
         checked = {"tokenizer": tokenizer} if tokenizer is not None else {}
         return cls(open_loader, opened=open_loader(**checked))
+
+
+class Row:
+    """One row of a dict batch: `fields` maps each key to a (T,) tensor (not a dict itself, so that the
+    Hugging Face Trainer does not drop the keys its model's forward does not name: shift_labels, segment_ids)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict):
+        self.fields = fields
+
+    def __getstate__(self):
+        return self.fields
+
+    def __setstate__(self, fields):
+        self.fields = fields
+
+
+class MixedRows(IterableDataset):
+    """The rows of a MixedBatches' batches, in order, one `Row` at a time (module docstring)."""
+
+    def __init__(self, batches: MixedBatches):
+        self.batches, self.B = batches, batches.B
+
+    def __iter__(self):
+        for batch in self.batches:
+            for i in range(self.B):
+                yield Row({key: value[i] for key, value in batch.items()})
+
+    def __repr__(self) -> str:
+        return f"{self.batches!r}.rows()"
 
 
 class MixedBatchIterator:

@@ -11,6 +11,8 @@ input_ids, labels, shift_labels, position_ids, and segment_ids for packed rows);
 items. `__getitems__` reads a whole batch of items with one vectorized gather (torch's DataLoader calls
 it with the batch's indices); the default collate stacks the items into (B, T) tensors.
 
+`device=..., resident=True` puts the reader's cache in the memory of `device` and makes the items there
+(training/resident.py; read them in the main process: num_workers=0).
 Each dataset opens its reader (checking the cache, its meta.json and, given, the tokenizer) when built.
 It pickles without it (a worker started by spawn or forkserver opens the reader again, lazily, at its
 first item, and refuses a cache whose identity has changed since), so memory maps are never copied
@@ -56,7 +58,10 @@ class OpenedWhereUsed:
 
 
 class _CacheItems(OpenedWhereUsed, Dataset):
-    """The items of one reader as dict items; subclasses say how the reader is opened (`_open`)."""
+    """The items of one reader as dict items; subclasses say how the reader is opened (`_open`, with
+    `self.device` and `self.resident`: the reader's cache in the memory of that device, items made there)."""
+
+    device, resident = "cpu", False
 
     def __init__(self, tokenizer=None):
         reader = self._open(tokenizer)
@@ -93,20 +98,24 @@ class _CacheItems(OpenedWhereUsed, Dataset):
         return batch_dict.items(self._batch(ids))
 
     def _batch(self, ids: np.ndarray) -> dict:
-        return batch_dict.as_dict(*self.reader.rows(ids))
+        reader = self.reader
+        if reader.resident is not None:
+            return batch_dict.as_dict(*reader.resident.rows(reader.resident.locate(ids)))
+        return batch_dict.as_dict(*reader.rows(ids))
 
 
 class PretrainWindows(_CacheItems):
     """Stride-T windows of T+1 tokens over the shards of one pretrain split (`shards_dir`)."""
 
-    def __init__(self, shards_dir: str | os.PathLike, *, T: int, tokenizer=None):
-        self.shards_dir, self.T = str(shards_dir), T
+    def __init__(self, shards_dir: str | os.PathLike, *, T: int, tokenizer=None, device="cpu", resident: bool = False):
+        self.shards_dir, self.T, self.device, self.resident = str(shards_dir), T, device, resident
         super().__init__(tokenizer)
 
     def _open(self, tokenizer=None):
         from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 
-        return PretrainTokenStreamDataset(self.shards_dir, T=self.T, tokenizer=tokenizer)
+        options = {"device": self.device, "resident": self.resident}
+        return PretrainTokenStreamDataset(self.shards_dir, T=self.T, tokenizer=tokenizer, **options)
 
     def __repr__(self) -> str:
         return f"PretrainWindows({self.shards_dir!r}, T={self.T})"
@@ -118,8 +127,9 @@ class _SFTItems(_CacheItems):
 
     packing = False
 
-    def __init__(self, cache_dir, split: str, *, T: int, seed: int, tokenizer, truncation: str | None):
+    def __init__(self, cache_dir, split: str, *, T: int, seed: int, tokenizer, truncation: str | None, **placement):
         self.cache_dir, self.split, self.T, self.seed, self.truncation = str(cache_dir), split, T, seed, truncation
+        self.device, self.resident = placement.get("device", "cpu"), placement.get("resident", False)
         super().__init__(tokenizer)
 
     def _open(self, tokenizer=None):
@@ -134,6 +144,8 @@ class _SFTItems(_CacheItems):
             packing=self.packing,
             seed=self.seed,
             ignore_index=IGNORE_INDEX,
+            device=self.device,
+            resident=self.resident,
         )
 
     def __repr__(self) -> str:
@@ -151,8 +163,11 @@ class SFTExamples(_SFTItems):
         T: int,
         tokenizer=None,
         truncation: str | None = None,
+        device="cpu",
+        resident: bool = False,
     ):
-        super().__init__(cache_dir, split, T=T, seed=0, tokenizer=tokenizer, truncation=truncation)
+        placement = {"device": device, "resident": resident}
+        super().__init__(cache_dir, split, T=T, seed=0, tokenizer=tokenizer, truncation=truncation, **placement)
 
 
 class PackedSFTRows(_SFTItems):
@@ -170,16 +185,28 @@ class PackedSFTRows(_SFTItems):
         seed: int = 0,
         tokenizer=None,
         truncation: str | None = None,
+        device="cpu",
+        resident: bool = False,
     ):
-        super().__init__(cache_dir, split, T=T, seed=seed, tokenizer=tokenizer, truncation=truncation)
+        placement = {"device": device, "resident": resident}
+        super().__init__(cache_dir, split, T=T, seed=seed, tokenizer=tokenizer, truncation=truncation, **placement)
 
 
 class ByteWindows(_CacheItems):
     """Stride-T windows of T+1 bytes over the byte streams of one split in `streams_dir` (e.g. cache/streams):
     `sources` (default: every built, non-empty stream of the split), in sorted name order."""
 
-    def __init__(self, streams_dir: str | os.PathLike, split: str = "train", *, T: int, sources=None):
-        self.streams_dir, self.split, self.T = str(streams_dir), split, T
+    def __init__(
+        self,
+        streams_dir: str | os.PathLike,
+        split: str = "train",
+        *,
+        T: int,
+        sources=None,
+        device="cpu",
+        resident=False,
+    ):
+        self.streams_dir, self.split, self.T, self.device, self.resident = str(streams_dir), split, T, device, resident
         self.sources = None if sources is None else list(sources)
         super().__init__()
 
@@ -191,7 +218,7 @@ class ByteWindows(_CacheItems):
             raise ValueError(f"{self.streams_dir}: no built {self.split} byte stream; build the streams first")
         names = sorted(streams)
         share = {name: 1 / len(names) for name in names}  # required by StreamBatcher, unused by rows()
-        return StreamBatcher(streams, p=share, T=self.T)
+        return StreamBatcher(streams, p=share, T=self.T, device=self.device, resident=self.resident)
 
     def __repr__(self) -> str:
         return f"ByteWindows({self.streams_dir!r}, {self.split!r}, T={self.T})"

@@ -112,6 +112,35 @@ def test_ctrl_c_exits_130_and_leaves_no_cache_that_looks_complete(tmp_path, tiny
     assert (cache / "tokenizer" / "meta.json").exists()  # what finished before stays
 
 
+def test_an_error_after_a_ctrl_c_exits_130(capsys):
+    """A Ctrl-C landing in an extension module's init comes back as its ImportError (seen with sentencepiece)."""
+    from tests.common.test_interrupt import swallowed_ctrl_c
+
+    def main(argv):
+        swallowed_ctrl_c()  # the build went on
+        raise ImportError("initialization failed")
+
+    before = signal.getsignal(signal.SIGINT)
+    assert run_cli(main, []) == 130 and capsys.readouterr().err == "interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(ImportError):  # without a Ctrl-C it stays a bug with its traceback
+        run_cli(lambda argv: __import__("no_such_module_here"), [])
+
+
+def test_a_ctrl_c_that_passed_through_an_exec_still_exits_130(tmp_path):
+    """Where the Ctrl-C lands decides nothing: one raised inside an exec() of a string (as while a dataclass
+    builds its methods) made `python -m` die by SIGINT (-2) after run_cli had returned 130."""
+    (tmp_path / "interrupted_in_exec.py").write_text(
+        "import sys\n"
+        "from niels_gpt.command_line import run_cli\n"
+        "sys.exit(run_cli(lambda argv: exec('raise KeyboardInterrupt')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "interrupted_in_exec"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
 def parser(*add_args) -> argparse.ArgumentParser:
     out = argparse.ArgumentParser(prog="cmd")
     for add in add_args:

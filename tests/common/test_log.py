@@ -17,6 +17,7 @@ class Stream(io.StringIO):
         self.tty, self.flushes = tty, 0
 
     def isatty(self) -> bool:
+        super().isatty()  # ValueError once closed, as a real stream
         return self.tty
 
     def flush(self) -> None:
@@ -58,3 +59,13 @@ def test_a_bar_is_drawn_on_a_terminal_stderr_with_the_given_settings(monkeypatch
     assert drawn and "encoding: 100%" in stream.getvalue() and "3/3" in stream.getvalue()
     assert "doc/s" in stream.getvalue() and capsys.readouterr().out == ""
     assert bool(bar.dynamic_ncols) == (dynamic_ncols is None)  # on by default, the caller may turn it off
+
+
+@pytest.mark.parametrize("state", ["closed", "missing"])
+def test_a_closed_or_missing_stderr_gets_no_bar_and_no_error(monkeypatch, state):
+    stream = Stream(tty=True)
+    stream.close()  # isatty() on a closed file: ValueError
+    monkeypatch.setattr("sys.stderr", stream if state == "closed" else None)
+    with progress(total=3, desc="encoding") as bar:
+        bar.update(3)
+        assert bar.disable

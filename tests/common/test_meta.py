@@ -32,6 +32,51 @@ def test_the_kinds_are_the_families_of_the_cache_tree():
     assert all(fields[: len(HEADER)] == HEADER for fields in REQUIRED.values())  # every kind starts with the header
 
 
+# The contract, written out here rather than read from meta.py: a field dropped from meta.REQUIRED_* must
+# fail these tests, not drop out of them.
+LITERAL_HEADER = (
+    "kind", "format_version", "built", "seed", "dataset_name", "dataset_config", "dataset_revision",
+    "tokenizer_sha256", "vocab_size", "special_token_ids", "eot_id",
+)  # fmt: skip
+LITERAL_REQUIRED = {
+    "tokenizer": LITERAL_HEADER + ("model_file", "sha256"),
+    "pretrain": LITERAL_HEADER + ("split_rule", "token_dtype", "train_tokens", "val_tokens", "shard_bytes", "shards"),
+    "sft": LITERAL_HEADER + ("split_rule", "token_dtype", "train_examples", "val_examples", "files"),
+    "streams": LITERAL_HEADER + ("source", "split", "n_bytes", "sha256"),
+}
+LITERAL_NOT_BUILT = LITERAL_HEADER + ("reason",)
+
+
+def test_the_required_fields_are_the_written_contract():
+    assert HEADER == LITERAL_HEADER
+    assert {kind: tuple(fields) for kind, fields in REQUIRED.items()} == LITERAL_REQUIRED
+    assert meta_module.REQUIRED_PRETRAIN == LITERAL_REQUIRED["pretrain"]
+    assert meta_module.REQUIRED_SFT == LITERAL_REQUIRED["sft"]
+    assert meta_module.REQUIRED_TOKENIZER == LITERAL_REQUIRED["tokenizer"]
+    assert meta_module.REQUIRED_STREAM == LITERAL_REQUIRED["streams"]
+    assert NOT_BUILT_REQUIRED == LITERAL_NOT_BUILT
+
+
+@pytest.mark.parametrize("kind", list(LITERAL_REQUIRED))
+def test_a_built_meta_without_any_one_contract_field_is_refused(kind):
+    full = {field: 0 for field in LITERAL_REQUIRED[kind]} | {"kind": kind, "built": True}
+    check_required(full)
+    for field in LITERAL_REQUIRED[kind]:
+        if field == "kind":
+            continue  # without a kind no contract applies: test_check_required_refuses_a_meta_without_a_kind
+        partial = {k: v for k, v in full.items() if k != field}
+        with pytest.raises(ValueError, match=rf"missing required field\(s\) {field}$"):
+            check_required(partial, path="meta.json")
+
+
+def test_a_not_built_record_without_any_one_contract_field_is_refused():
+    full = {field: 0 for field in LITERAL_NOT_BUILT} | {"kind": "pretrain", "built": False}
+    check_required(full)
+    for field in set(LITERAL_NOT_BUILT) - {"kind", "built"}:  # without built: false it is held to the built contract
+        with pytest.raises(ValueError, match=rf"missing required field\(s\) {field}$"):
+            check_required({k: v for k, v in full.items() if k != field})
+
+
 def test_the_header_of_an_artifact_built_with_a_tokenizer(tiny_tokenizer):
     head = header(
         "sft",

@@ -155,10 +155,15 @@ def test_revision_from_a_prepared_datasets_arrow_cache_path():
     assert resolved_revision(object(), "x")["revision"] is None
 
 
-def test_connection_error_while_streaming_becomes_source_unavailable(counting_hub):
+def test_connection_error_while_streaming_becomes_source_unavailable(counting_hub, capsys, monkeypatch):
+    """A stream datasets reads itself (not one resumable.py reads) names the dataset and the rows read."""
+    from niels_gpt.data import hub
+
+    monkeypatch.setattr(hub, "_announced", set())  # said once per process: this test's process is the suite's
     counting_hub[2].n = 2
-    with pytest.raises(SourceUnavailableError, match=r"fineweb-edu.*demo=true.*--demo"):
+    with pytest.raises(SourceUnavailableError, match=r"fineweb-edu.*the stream failed after 2 rows read"):
         list(iter_fineweb_edu(shuffle=False))
+    assert "mid-stream resume is not available" in capsys.readouterr().err
 
 
 def test_shuffle_is_seeded_and_take_applies_after_it(tmp_path):
@@ -201,3 +206,27 @@ def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("OK")
     assert "no-such-org/no-such-dataset-1f3a" in res.stdout and "demo=true" in res.stdout and "--demo" in res.stdout
+
+
+def test_a_hub_whose_name_does_not_resolve_fails_within_seconds_naming_the_dataset_and_demo(tmp_path):
+    """No network (a DNS failure on every host: socket.getaddrinfo refuses): no retry by either layer,
+    one line naming the dataset and the demo switch."""
+    code = textwrap.dedent("""
+        import socket, time
+        def no_dns(*args, **kwargs):
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        socket.getaddrinfo = no_dns
+        from niels_gpt.data.hub import HubRead, SourceUnavailableError, open_dataset
+        start = time.monotonic()
+        try:
+            open_dataset(HubRead("HuggingFaceFW/fineweb-edu", "CC-MAIN-2024-10", streaming=True))
+        except SourceUnavailableError as e:
+            print(f"{time.monotonic() - start:.1f}", e)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update({"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": "https://huggingface.co", "HF_HUB_DISABLE_XET": "1"})
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    seconds, message = res.stdout.strip().split(" ", 1)
+    assert float(seconds) < 10 and "\n" not in message, res.stdout  # huggingface_hub alone retries 23 s
+    assert "HuggingFaceFW/fineweb-edu" in message and "demo=true" in message and "resolve" in message

@@ -9,7 +9,7 @@ import pytest
 
 from niels_gpt.data.fineweb_edu import iter_fineweb_edu
 from niels_gpt.data.hub import HubRead, open_dataset
-from niels_gpt.data.local_files import builder_for, data_files_by_split, expand_data_files
+from niels_gpt.data.source import builder_for, data_files_by_split, expand_data_files
 from niels_gpt.hashing import sha256_file
 from tests.support.hub_files import write_jsonl, write_parquet
 

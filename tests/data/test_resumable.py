@@ -231,3 +231,24 @@ def test_a_stream_of_some_columns_keeps_the_rows_and_resumes_with_them(isolated_
         assert head + tail == expected, cut
     with pytest.raises(StaleStreamState):  # a position of all the columns is not one of some
         list(ShuffledStream(ds, read, start=state))
+
+
+def test_pyproject_states_the_supported_datasets_range_and_the_installed_release_is_in_it():
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from packaging.specifiers import SpecifierSet
+
+    from niels_gpt.data.resumable import SUPPORTED_DATASETS
+
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    assert f'"datasets{SUPPORTED_DATASETS}",' in pyproject
+    assert version("datasets") in SpecifierSet(SUPPORTED_DATASETS)
+
+
+def test_a_release_without_mid_stream_resume_says_so():
+    from niels_gpt.data.resumable import REPRODUCED_DATASETS, resume_note
+
+    assert resume_note({"datasets": f"{REPRODUCED_DATASETS}0", "huggingface_hub": "2.4.0"}) is None
+    note = resume_note({"datasets": "4.8.5", "huggingface_hub": "1.33.0"})
+    assert "4.8.5" in note and "not available" in note and "\n" not in note

@@ -84,7 +84,7 @@ def test_permanent_dataset_errors_are_not_retried():
     assert not is_transient(ValueError("BuilderConfig 'nope' not found. Available: ['default']"))
     assert not is_transient(ValueError("Bad split: validation. Available splits: ['train']"))
     assert not is_transient(pa.lib.ArrowInvalid("Parquet magic bytes not found in footer"))
-    assert not is_transient(errors.OfflineModeIsEnabled("offline"))
+    assert retry.classify(errors.OfflineModeIsEnabled("offline")) == retry.UNREACHABLE
     assert not is_transient(RetriesExhausted("load_dataset", 3, 1.0, ConnectionError("x")))
 
 
@@ -119,6 +119,19 @@ def test_retry_after_replaces_the_backoff_up_to_its_cap():
     assert policy.wait(3, http_error(503)) == 8  # no header: the backoff
 
 
+class FakeClock:
+    """time.monotonic() that only a sleep moves."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def test_call_retries_a_transient_error_then_returns(monkeypatch):
     sleeps, lines = [], []
     monkeypatch.setattr(retry.time, "sleep", sleeps.append)
@@ -137,7 +150,9 @@ def test_call_retries_a_transient_error_then_returns(monkeypatch):
 
 
 def test_call_gives_up_after_its_attempts_with_the_last_error(monkeypatch):
-    monkeypatch.setattr(retry.time, "sleep", lambda s: None)
+    clock = FakeClock()
+    monkeypatch.setattr(retry.time, "sleep", clock.sleep)
+    monkeypatch.setattr(retry.time, "monotonic", clock.monotonic)
     calls = []
 
     def down():
@@ -151,7 +166,9 @@ def test_call_gives_up_after_its_attempts_with_the_last_error(monkeypatch):
 
 
 def test_call_stops_before_a_wait_would_pass_max_wait(monkeypatch):
-    monkeypatch.setattr(retry.time, "sleep", lambda s: None)
+    clock = FakeClock()
+    monkeypatch.setattr(retry.time, "sleep", clock.sleep)
+    monkeypatch.setattr(retry.time, "monotonic", clock.monotonic)
     calls = []
 
     def down():
@@ -162,6 +179,23 @@ def test_call_stops_before_a_wait_would_pass_max_wait(monkeypatch):
     with pytest.raises(RetriesExhausted) as info:
         retry.call(down, what="x", policy=policy, on_retry=lambda m: None)
     assert len(calls) == 3 and info.value.waited_s == 3
+
+
+def test_calls_clock_starts_at_the_first_failure_the_library_saw(monkeypatch):
+    """A read the library already retried for 4 s has 1 s of a 5 s deadline left: no 2 s wait of ours."""
+    clock = FakeClock()
+    monkeypatch.setattr(retry.time, "sleep", clock.sleep)
+    monkeypatch.setattr(retry.time, "monotonic", clock.monotonic)
+    error = http_error(503)
+    key = retry._key(error.response.request)
+    retry.FAILURES.failed(key)
+    clock.now += 4
+    try:
+        with pytest.raises(RetriesExhausted) as info:
+            retry.call(lambda: (_ for _ in ()).throw(error), what="x", policy=RetryPolicy(backoff_s=2, max_wait_s=5))
+    finally:
+        retry.FAILURES.ok(key)
+    assert info.value.tries == 1 and info.value.waited_s == 4
 
 
 def test_call_raises_a_permanent_error_at_once():
@@ -187,15 +221,46 @@ def test_the_policy_is_the_config_section_hub():
     assert RetryPolicy.from_config({"attempts": 2}).attempts == 2
 
 
-def test_datasets_streaming_retries_are_bounded_by_the_policy(monkeypatch):
+@pytest.fixture
+def restore_hub_settings(monkeypatch):
+    """`configure` changes process-wide settings: the next hub read of the suite configures its own."""
     import datasets.config as dc
+    from huggingface_hub.utils import set_client_factory
 
     names = [n for n in dir(dc) if n.startswith("STREAMING_") and ("RETRIES" in n or "INTERVAL" in n)]
     for name in names:
         monkeypatch.setattr(dc, name, getattr(dc, name))  # restored after the test
-    retry.bound_library_retries(RetryPolicy(stream_read_retries=2, stream_retry_interval_s=0.5))
+    from huggingface_hub.utils import get_session
+
+    template = retry._template(get_session)  # the library's own client, before any configure
+    policy = retry._settings.get("policy")
+    yield names
+    retry.FAILURES.clear()
+    retry._settings.pop("policy", None)
+    if policy is not None:
+        retry.configure(policy)
+    else:
+        set_client_factory(lambda: type(template)(event_hooks=template.event_hooks, follow_redirects=True))
+
+
+def test_datasets_streaming_retries_are_bounded_by_the_policy(restore_hub_settings):
+    import datasets.config as dc
+
+    retry.configure(RetryPolicy(stream_read_retries=2, stream_retry_interval_s=0.5))
     assert dc.STREAMING_READ_MAX_RETRIES == dc.STREAMING_OPEN_MAX_RETRIES == 2
-    assert {getattr(dc, n) for n in names if "INTERVAL" in n} == {0.5}
+    assert {getattr(dc, n) for n in restore_hub_settings if "INTERVAL" in n} == {0.5}
+
+
+def test_the_settings_are_applied_once_per_process(restore_hub_settings, monkeypatch):
+    from huggingface_hub import utils
+
+    calls = []
+    monkeypatch.setattr(utils, "set_client_factory", lambda f: calls.append(f))
+    policy = RetryPolicy(attempts=4)
+    for _ in range(3):
+        retry.configure(policy)
+    retry.configure(RetryPolicy(attempts=5))
+    assert len(calls) == 2
 
 
 @pytest.fixture
@@ -224,20 +289,63 @@ def silent_server():
     sock.close()
 
 
-def test_a_request_sent_without_a_timeout_gets_the_policys(silent_server):
+def test_a_request_sent_without_a_timeout_gets_the_policys(silent_server, restore_hub_settings):
     """huggingface_hub sends the tree listing with timeout=None: a stall would hang for ever."""
-    from huggingface_hub.utils import get_session, set_client_factory
-    from huggingface_hub.utils._http import default_client_factory
+    from huggingface_hub.utils import get_session
 
-    retry._installed_timeout.clear()
+    retry.configure(RetryPolicy(request_timeout_s=0.3))
+    start = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        get_session().get(f"{silent_server}/api/datasets/org/name/tree/main", timeout=None)
+    assert time.monotonic() - start < 3
+    with pytest.raises(httpx.ReadTimeout):  # an explicit timeout is kept
+        get_session().get(silent_server, timeout=0.1)
+
+
+def test_a_host_name_that_does_not_resolve_is_unreachable_at_once(restore_hub_settings, monkeypatch):
+    from huggingface_hub.utils import get_session, http_backoff
+
+    def no_dns(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    retry.configure(RetryPolicy())
+    start = time.monotonic()
+    with pytest.raises(retry.HubUnreachable) as info:
+        http_backoff("GET", "http://hub.invalid/api/datasets/org/name")  # the library's own 6 tries: none here
+    assert time.monotonic() - start < 1 and retry.classify(info.value) == retry.UNREACHABLE
+    assert "hub.invalid" in str(info.value)
+    assert get_session() is not None
+
+
+def test_a_hub_failing_for_good_is_given_up_within_max_wait(restore_hub_settings):
+    """Every request answered 503: huggingface_hub's own tries (1, 2, 4 s apart) and ours stop within
+    max_wait_s of the first failure, measured with the real clock."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from huggingface_hub.utils import http_backoff
+
+    class Down(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Down)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/api/datasets/org/name/tree/main"
+    policy = RetryPolicy(attempts=6, backoff_s=0.5, max_wait_s=2.5, request_timeout_s=1)
+    retry.configure(policy)
+    start = time.monotonic()
     try:
-        retry.prepare(RetryPolicy(request_timeout_s=0.3))
-        start = time.monotonic()
-        with pytest.raises(httpx.ReadTimeout):
-            get_session().get(f"{silent_server}/api/datasets/org/name/tree/main", timeout=None)
-        assert time.monotonic() - start < 3
-        with pytest.raises(httpx.ReadTimeout):  # an explicit timeout is kept
-            get_session().get(silent_server, timeout=0.1)
+        with pytest.raises(RetriesExhausted) as info:
+            retry.call(lambda: http_backoff("GET", url).raise_for_status(), what="x", policy=policy, on_retry=print)
     finally:
-        set_client_factory(default_client_factory)
-        retry._installed_timeout.clear()  # the next hub read installs its own
+        server.shutdown()
+    elapsed = time.monotonic() - start
+    # without the deadline: 6 tries of ours, each after the library's 6 tries over 1+2+4+8+8 s
+    assert elapsed <= policy.max_wait_s + policy.request_timeout_s, elapsed
+    assert info.value.waited_s <= policy.max_wait_s

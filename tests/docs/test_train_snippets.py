@@ -1,6 +1,6 @@
-"""README's "Train with PyTorch and Hugging Face" stays true: its three snippets (a DataLoader with workers,
-a StatefulDataLoader saved and resumed, a Hugging Face model) run as written against the demo caches, and
-it says what labels and shift_labels hold."""
+"""README's "Train with PyTorch and Hugging Face" stays true: its four snippets (a DataLoader with workers,
+a StatefulDataLoader saved and resumed, a Hugging Face model, the Hugging Face Trainer) run as written against
+the demo caches, and it says what labels and shift_labels hold."""
 
 from __future__ import annotations
 
@@ -25,16 +25,18 @@ def snippets() -> list[str]:
 
 def test_the_section_says_what_labels_and_shift_labels_hold():
     text = section()
-    assert len(snippets()) == 3
+    assert len(snippets()) == 4
     for words in ("**unshifted**", "**already shifted**", "labels[:, 1:] == shift_labels[:, :-1]", "-100"):
         assert words in text, words
 
 
 @pytest.mark.parametrize(
-    "which", [0, 1, 2], ids=["DataLoader with workers", "StatefulDataLoader resume", "Hugging Face"]
+    "which",
+    [0, 1, 2, 3],
+    ids=["DataLoader with workers", "StatefulDataLoader resume", "Hugging Face", "Hugging Face Trainer"],
 )
 def test_snippet_runs_as_written_against_the_demo_caches(which, demo_cache, tmp_path):
-    pytest.importorskip("torchdata" if which == 1 else "transformers" if which == 2 else "torch")
+    pytest.importorskip({1: "torchdata", 2: "transformers", 3: "accelerate"}.get(which, "torch"))
     (tmp_path / "cache").symlink_to(demo_cache, target_is_directory=True)
     old, namespace = os.getcwd(), {"__name__": "__readme__"}
     os.chdir(tmp_path)  # the snippets read ./cache and may write beside it

@@ -13,7 +13,7 @@ import pytest
 
 from niels_gpt.config import prepare_config
 from niels_gpt.data import resumable
-from niels_gpt.data.hub import SourceUnavailableError
+from niels_gpt.data.source import SourceUnavailableError
 from niels_gpt.layout import RESUME_DIR
 from niels_gpt.pretrain import encode
 from niels_gpt.pretrain.job import build_pretrain_source

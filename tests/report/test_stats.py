@@ -10,8 +10,10 @@ import pytest
 from niels_gpt import token_files
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
 from niels_gpt.inspection.info import collect_info
+from niels_gpt.layout import sft_dir
 from niels_gpt.report import stats
-from tests.support.cache_tree import ROAM_TRAIN, WIKI_SEGMENTS, WIKI_TRAIN, WIKI_VAL
+from niels_gpt.sft.writer import build_sft_cache
+from tests.support.cache_tree import ROAM_TRAIN, WIKI_SEGMENTS, WIKI_TRAIN, WIKI_VAL, install_tokenizer
 
 
 def by_name(rows: list[dict], name: str) -> dict:
@@ -71,6 +73,42 @@ def test_mixture_shares_weigh_content_per_row():
     got = stats.mixture_shares({"a": 0.5, "b": 0.5}, {"a": 10.0, "b": 30.0}, {"a": 100, "b": 300})
     assert got["a"] == {"weight": 0.5, "implied_share": 0.25, "cache_share": 0.25}
     assert got["b"]["implied_share"] == 0.75
+
+
+# Three SFT caches whose examples differ in count and length: (train examples, words per answer).
+THREE_SFT = {"primer": (8, 1), "oasst1": (4, 12), "dolly15k": (6, 5)}
+
+
+@pytest.fixture(scope="module")
+def three_sft_tree(tmp_path_factory, tiny_tokenizer, tiny_tokenizer_path):
+    root = tmp_path_factory.mktemp("three_sft") / "cache"
+    install_tokenizer(root, tiny_tokenizer_path)
+    for source, (examples, words) in THREE_SFT.items():
+        chat = [{"role": "user", "content": "the river"}, {"role": "assistant", "content": " ".join(["stone"] * words)}]
+        build_sft_cache(
+            [chat] * examples, sft_dir(root, source), tokenizer=tiny_tokenizer, val_frac=0.0, seed=0, t_max=512,
+            source=source, num_threads=1,
+        )  # fmt: skip
+    return root
+
+
+def test_sft_mixture_shares_of_three_sources_weigh_targets_per_example(three_sft_tree):
+    weights = {"primer": 0.5, "oasst1": 0.3, "dolly15k": 0.2}
+    mix = stats.sft_family(three_sft_tree, weights)["mix"]
+    targets = {}  # the loss-active targets of each train split, as the dataset reads them
+    for source, (examples, _) in THREE_SFT.items():
+        ds = SFTExampleDataset.from_cache_dir(sft_dir(three_sft_tree, source), "train", T=512)
+        _, _, y_masked = ds.rows(np.arange(len(ds)))
+        assert len(ds) == examples
+        targets[source] = int((y_masked != -100).sum())
+    # A row draws its source by weight, then examples of it uniformly: source k brings weight_k x
+    # (targets_k / examples_k) targets per row; its share is that over the sum of the three.
+    per_row = {k: weights[k] * targets[k] / THREE_SFT[k][0] for k in weights}
+    for k in weights:
+        assert mix[k]["weight"] == weights[k]
+        assert mix[k]["implied_share"] == pytest.approx(per_row[k] / sum(per_row.values()), rel=1e-12)
+        assert mix[k]["cache_share"] == pytest.approx(targets[k] / sum(targets.values()), rel=1e-12)
+    assert mix["oasst1"]["implied_share"] > mix["primer"]["implied_share"]  # long answers outweigh a larger weight
 
 
 def test_bytes_per_token_and_vocabulary_use_come_from_ids_alone(report_tree, tiny_tokenizer):

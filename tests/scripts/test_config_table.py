@@ -46,3 +46,31 @@ def test_the_table_replaces_only_what_stands_between_the_markers():
 def test_a_readme_without_the_markers_is_refused():
     with pytest.raises(SystemExit, match="markers"):
         readme_with_table("no table here\n")
+
+
+# What a schema node may hold. An unquoted comma inside a YAML flow mapping (`{description: a (b, c)., ...}`)
+# ends the description at the comma and turns the rest into a key of its own: any other key is such a cut.
+SCHEMA_KEYWORDS = {
+    "$ref", "$schema", "additionalProperties", "default", "definitions", "description", "enum", "exclusiveMinimum",
+    "exclusiveMaximum", "maxLength", "multipleOf",
+    "items", "maximum", "minimum", "minItems", "patternProperties", "propertyNames", "properties", "required",
+    "title", "type", "uniqueItems", "maxItems", "minLength", "oneOf", "anyOf", "allOf", "not", "pattern", "const",
+}  # fmt: skip
+
+
+def test_no_description_is_cut_at_a_comma():
+    from niels_gpt.config import load_schema
+
+    def cuts(node: dict, path: str):
+        for key, value in node.items():
+            if key in ("properties", "definitions", "patternProperties"):
+                for name, sub in value.items():
+                    yield from cuts(sub, f"{path}.{name}")
+            elif key not in SCHEMA_KEYWORDS:
+                yield f"{path}: {key!r}"
+            elif key in ("items", "not") and isinstance(value, dict):
+                yield from cuts(value, f"{path}[]")
+
+    assert list(cuts(load_schema(), "")) == []
+    revision = config_table().split("| `sources.fineweb_edu.revision` | `null` | ", 1)[1].split("\n", 1)[0]
+    assert revision == "Hub revision (branch, tag or commit); null reads the default branch. |"

@@ -4,6 +4,7 @@ check, writing a stream or its "not built" record, and the one "is it current" d
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -111,20 +112,20 @@ def test_write_stream_records_source_split_and_hash(tmp_path):
     assert m["kind"] == "streams" and m["seed"] is None and m["format_version"] == STREAM_FORMAT_VERSION
 
 
-def test_a_rewrite_takes_the_old_stream_down_meta_first(tmp_path, monkeypatch):
-    from niels_gpt.streams import build
+def test_a_rewrite_takes_the_old_meta_down_first_and_a_failed_one_leaves_no_meta(tmp_path, monkeypatch):
+    from niels_gpt.atomic import StagedFile
 
     write_stream(tmp_path, "roam", "val", b"old bytes", {})
     bin_path, meta_path = stream_paths(tmp_path, "roam", "val")
 
-    def fail(path, data):
-        assert not Path(meta_path).exists() and not Path(bin_path).exists()  # both down before the .bin is written
+    def fail(self):
+        assert not Path(meta_path).exists() and Path(self.tmp).read_bytes() == b"new bytes"  # meta down first
         raise OSError("disk full")
 
-    monkeypatch.setattr(build, "atomic_write_bytes", fail)
+    monkeypatch.setattr(StagedFile, "commit", fail)
     with pytest.raises(OSError, match="disk full"):
         write_stream(tmp_path, "roam", "val", b"new bytes", {})
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing left that looks complete
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["roam_val.bin"]  # no meta.json: nothing looks complete
 
 
 def test_not_built_record(tmp_path, inputs):
@@ -146,16 +147,64 @@ def test_not_built_record(tmp_path, inputs):
 def test_a_stream_is_current_when_its_meta_records_the_same_header_and_inputs(inputs):
     build_sources_from_docs(inputs, wiki_docs=WIKI)
     wiki_train = source_streams(inputs, "wiki", WIKI)[0]
-    data, on_disk = read_current(inputs.cache_dir, wiki_train)
-    assert data == build_wiki_stream(WIKI["train"], sep="\n\n") and on_disk["n_docs"] == 40
+    learned = {"n_docs": 40, "total_chars": sum(map(len, WIKI["train"]))}  # what the wiki stream learns as read
+    on_disk = read_current(inputs.cache_dir, wiki_train, learned)
+    assert on_disk["n_bytes"] == len(build_wiki_stream(WIKI["train"], sep="\n\n")) and on_disk["n_docs"] == 40
+    assert read_current(inputs.cache_dir, wiki_train, {**learned, "n_docs": 41}) is None
     other_dataset = source_streams(inputs, "wiki", WIKI, ("Salesforce/wikitext", "wikitext-2-raw-v1"))[0]
-    assert read_current(inputs.cache_dir, other_dataset) is None
+    assert read_current(inputs.cache_dir, other_dataset, learned) is None
     bumped = dataclasses.replace(wiki_train, header={**wiki_train.header, "format_version": STREAM_FORMAT_VERSION + 1})
-    assert read_current(inputs.cache_dir, bumped) is None
+    assert read_current(inputs.cache_dir, bumped, learned) is None
+    roam_train = source_streams(inputs, "roam")[0]  # its inputs are known before reading: the notes' stats
+    assert roam_train.inputs_complete and read_current(inputs.cache_dir, roam_train)["files"]
     bin_path, meta_path = stream_paths(inputs.cache_dir, "wiki", "train")
+    data = Path(bin_path).read_bytes()
     Path(bin_path).write_bytes(data[:-1])  # a .bin that is not whole
-    assert read_current(inputs.cache_dir, wiki_train) is None
+    assert read_current(inputs.cache_dir, wiki_train, learned) is None
     write_not_built(inputs.cache_dir, "wiki", "train", reason="gone", header=wiki_train.header)
     assert read_current(inputs.cache_dir, wiki_train) is None
     Path(meta_path).write_text("{not json")
     assert read_current(inputs.cache_dir, wiki_train) is None
+
+
+def test_a_stream_is_written_as_its_documents_are_read(tmp_path):
+    """The bytes reach the staged file while the documents are still being read (memory holds one
+    write chunk, not the stream), and the count and sha256 are those of the whole file."""
+    from niels_gpt.streams.build import WRITE_CHUNK_CHARS, stage_stream, write_documents
+
+    staged_bin = tmp_path / "wiki_train.bin.tmp"
+    size_midway = []
+
+    def lines():
+        for i in range(3000):  # 3000 lines of 1,000 bytes + separators: ~3 MB
+            if i == 2500:
+                size_midway.append(staged_bin.stat().st_size)
+            yield "x" * 1000
+
+    staged, written = stage_stream(tmp_path, "wiki", "train", lambda out: write_documents(out, lines(), "\n"))
+    assert size_midway[0] >= 2 * WRITE_CHUNK_CHARS  # ASCII: a byte per character
+    data = staged_bin.read_bytes()
+    assert data == "\n".join(["x" * 1000] * 3000).encode() and written.n_bytes == len(data) == 3_002_999
+    assert written.sha256 == hashlib.sha256(data).hexdigest() and written.inputs == {
+        "n_docs": 3000,
+        "total_chars": 3_000_000,
+    }
+    assert not Path(stream_paths(tmp_path, "wiki", "train")[0]).exists()  # staged, not published
+    staged.discard()
+
+
+@pytest.mark.parametrize("chunk_chars", [1, 3, 7, 1 << 20])
+def test_documents_written_in_chunks_are_the_documents_joined(tmp_path, monkeypatch, chunk_chars):
+    """Whatever the chunk size, the bytes are the non-blank documents joined with the separator, encoded."""
+    import io
+
+    from niels_gpt.streams import build
+
+    monkeypatch.setattr(build, "WRITE_CHUNK_CHARS", chunk_chars)
+    docs = ["", " = Alpha = ", "  \n", "Grüße aus Köln", "a", "\t", "日本語の文", "", "end"]
+    out = io.BytesIO()
+    written = build.write_documents(out, docs, "\n<sep>\n")
+    kept = [" = Alpha = ", "Grüße aus Köln", "a", "日本語の文", "end"]
+    assert out.getvalue() == "\n<sep>\n".join(kept).encode("utf-8")
+    assert (written.n_bytes, written.sha256) == (len(out.getvalue()), hashlib.sha256(out.getvalue()).hexdigest())
+    assert (written.skipped_blank, written.inputs) == (4, {"n_docs": 9, "total_chars": sum(map(len, docs))})

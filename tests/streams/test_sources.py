@@ -118,3 +118,51 @@ def test_a_source_left_out_gets_a_not_built_record_over_its_old_stream(inputs, t
         assert not is_built(meta) and "has no input" in meta["reason"] and "nowhere" in meta["reason"]
         assert Path(bin_path).read_bytes() == b""
     assert sorted(load_stream_cache(inputs.cache_dir, "train")) == ["primer", "wiki"]  # the old roam stream is gone
+
+
+@pytest.mark.parametrize(
+    ("train_line", "accepted"),
+    [
+        ("a" * 16, False),  # exactly T = 16 bytes: one byte short of a window and its target
+        ("a" * 17, True),  # T + 1 bytes: the shortest stream a batch can be cut from
+        ("ü" * 8, False),  # 8 characters, 16 bytes: the check counts bytes
+        ("ü" * 8 + "a", True),  # 17 bytes
+    ],
+    ids=["T bytes", "T+1 bytes", "T bytes in 8 characters", "T+1 bytes in 9 characters"],
+)
+def test_a_stream_needs_exactly_T_plus_1_bytes(inputs, train_line, accepted):
+    """The T+1 rule at its boundary, through the build: T = 16, a wiki train stream of one line."""
+    cfg = replace(inputs, T=16, enabled_sources=("wiki",), required_sources=("wiki",))
+    docs = {"train": [train_line], "val": ["a stone bridge crosses the river"]}
+    if accepted:
+        train, _ = build_sources_from_docs(cfg, wiki_docs=docs)
+        assert train["wiki"] == train_line.encode("utf-8") and len(train["wiki"]) == 17
+        return
+    with pytest.raises(ValueError) as e:
+        build_sources_from_docs(cfg, wiki_docs=docs)
+    assert str(e.value).splitlines()[:2] == ["byte streams shorter than T+1 = 17 bytes:", "  - wiki train: 16 bytes"]
+    assert not Path(inputs.cache_dir).exists()  # nothing written, not even the val stream that was long enough
+
+
+def test_a_failed_publish_keeps_what_was_published_and_removes_the_rest(inputs, monkeypatch):
+    """A stream that cannot be renamed into place stops the build: the streams published before it stay
+    whole (meta.json and .bin), the others leave neither a meta.json nor a staged file."""
+    from niels_gpt.atomic import StagedFile
+
+    commit = StagedFile.commit
+
+    def fail_on_roam(self):
+        if self.path.name.startswith("roam_"):
+            raise OSError("disk full")
+        return commit(self)
+
+    monkeypatch.setattr(StagedFile, "commit", fail_on_roam)
+    with pytest.raises(OSError, match="disk full"):
+        build_sources_from_docs(inputs, wiki_docs=WIKI)
+    assert sorted(p.name for p in Path(inputs.cache_dir).iterdir()) == [
+        "wiki_train.bin",
+        "wiki_train.meta.json",
+        "wiki_val.bin",
+        "wiki_val.meta.json",
+    ]
+    assert sorted(load_stream_cache(inputs.cache_dir, "train")) == ["wiki"]

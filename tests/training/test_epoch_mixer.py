@@ -19,6 +19,7 @@ from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.cache.sft_dataset import SFTExampleDataset
 from niels_gpt.streams.build import write_stream
+from niels_gpt.training.assembly import Assembler
 from niels_gpt.training.epoch_mixer import EpochMixer, source_seed
 from niels_gpt.training.epoch_order import RankCursor
 from niels_gpt.training.round_robin import SmoothRoundRobin
@@ -284,6 +285,14 @@ class Items:
         return (values, 2 * values) if self.arity == 2 else (values,) * self.arity
 
 
+def next_arrays(mixer: EpochMixer, B: int):
+    """(source of each row, the batch's arrays) of the next B rows, read as MixedLoader reads them."""
+    which, counts = mixer.assign(B)
+    sources = {name: mixer.sources[name] for name in mixer.names}
+    tensors = Assembler(sources, B=B, T=1, device=torch.device("cpu")).epoch(which, counts, mixer.take)
+    return which, [t.numpy() for t in tensors]
+
+
 @pytest.mark.parametrize("rank, world_size", [(0, 1), (1, 2)])
 def test_each_sources_rows_are_its_cursors_next_items_in_the_rows_it_was_assigned(rank, world_size):
     p = {"a": 0.6, "b": 0.4}
@@ -293,7 +302,7 @@ def test_each_sources_rows_are_its_cursors_next_items_in_the_rows_it_was_assigne
         name: RankCursor(n, source_seed(3, name), rank=rank, world_size=world_size) for name, n in (("a", 7), ("b", 5))
     }
     for _ in range(7):  # 28 rows: several epochs of both sources, and credits in the middle of a period
-        which, (values, doubled) = mixer.next_arrays(4)
+        which, (values, doubled) = next_arrays(mixer, 4)
         assert np.array_equal(which, round_robin.assign(4)) and np.array_equal(doubled, 2 * values)
         for k, (name, first) in enumerate((("a", 0), ("b", 100))):
             assert np.array_equal(values[which == k], first + cursors[name].take(int((which == k).sum())))
@@ -312,5 +321,5 @@ def test_sources_whose_rows_return_different_arrays_are_refused():
         {"a": Items(10, 0, arity=1), "b": Items(10, 0)}, {"a": 0.5, "b": 0.5}, seed=0, rank=0, world_size=1
     )
     with pytest.raises(ValueError) as e:
-        mixer.next_arrays(4)
+        next_arrays(mixer, 4)
     assert str(e.value) == "source 'b' returned 2 arrays from rows(), the others 1"

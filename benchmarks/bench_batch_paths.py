@@ -1,0 +1,162 @@
+"""Main-thread time per batch of every way to feed a training loop, on the CPU (one torch thread).
+
+Data: three synthetic pretrain sources (benchmarks/synthetic.py) mixed 0.6/0.1/0.3, two shards each. Two
+presets: `small` (a 6 x 384 GPT: B=64, T=256; GPU step ~9.5 ms) and `gpt2` (GPT-2 small: B=32, T=1024;
+GPU step ~56 ms). The loop between two batches sleeps for --step-ms (default: the preset's GPU step), as a
+loop waiting on the GPU does (the GIL is free meanwhile), so background producers get their time. Contenders:
+  torch gather       the reference: B rows gathered from the three sources' ids held in memory as one int64
+                     tensor, `flat[starts[:, None] + arange(T + 1)]` (x, y views; starts from one randint);
+  index_select       the strict reference: one index_select of that tensor's (n - T, T+1) unfold view;
+  host random/epoch  `next(MixedLoader(...))` over the memory-mapped caches (the default);
+  resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
+  prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
+  DataLoader         README's recipe: `DataLoader(MixedBatches(mode="epoch"), batch_size=None, num_workers=2)`
+                     (pin_memory only with CUDA), dict batches;
+  nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack.
+Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
+process over the round divided by its batches (main thread + any producer or pin-memory thread of this
+process; the DataLoader's worker processes are not counted). Contenders interleaved in every round; medians
+over rounds, and per-round ratios of the host loader's wait to the torch gather's.
+
+    python -m benchmarks.bench_batch_paths [--preset small gpt2] [--rounds 5] [--batches 40] [--step-ms X]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from benchmarks.synthetic import write_shards
+from benchmarks.timing import spread
+from niels_gpt.cache.loader import MixedLoader
+from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.training.mixture import MixedBatches
+from niels_gpt.training.prefetch import prefetch
+
+MIX = {"fineweb_edu": 0.6, "gutenberg": 0.1, "wikitext": 0.3}
+SHARDS = [3_000_000, 1_000_000]  # tokens per shard, two shards per source: 24 MB of ids in all
+PRESETS = {"small": (64, 256, 9.5), "gpt2": (32, 1024, 56.0)}  # B, T, GPU step (ms) measured on an H100
+
+
+def reference_gather(root: Path, B: int, T: int):
+    """The two in-memory torch references over the sources' ids as one int64 tensor."""
+    flat = torch.from_numpy(
+        np.concatenate([np.fromfile(p, dtype=np.uint16) for name in MIX for p in sorted((root / name).glob("*.bin"))])
+    ).to(torch.int64)
+    windows, offsets = flat.unfold(0, T + 1, 1), torch.arange(T + 1)
+    g = torch.Generator().manual_seed(0)
+
+    def gather():
+        rows = flat[torch.randint(0, len(windows), (B,), generator=g)[:, None] + offsets]
+        return rows[:, :-1], rows[:, 1:]
+
+    def index_select():
+        rows = windows.index_select(0, torch.randint(0, len(windows), (B,), generator=g))
+        return rows[:, :-1], rows[:, 1:]
+
+    return gather, index_select
+
+
+def nanogpt_get_batch(paths: list[Path], B: int, T: int):
+    g = torch.Generator().manual_seed(0)
+
+    def get_batch():
+        data = np.memmap(paths[int(torch.randint(len(paths), (1,), generator=g))], dtype=np.uint16, mode="r")
+        ix = torch.randint(len(data) - T, (B,), generator=g)
+        x = torch.stack([torch.from_numpy(data[i : i + T].astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + T].astype(np.int64)) for i in ix])
+        return x, y
+
+    return get_batch
+
+
+def open_loader(root: str, *, T: int, resident: bool = False, **mixing) -> MixedLoader:
+    """MixedLoader over the synthetic sources in `root` (a module-level function: workers unpickle it)."""
+    sources = {name: PretrainTokenStreamDataset(Path(root) / name, T=T) for name in MIX}
+    loader = MixedLoader(sources, p=MIX, **mixing)
+    return loader.made_resident() if resident else loader  # the openers' resident=True
+
+
+def contenders(root: Path, B: int, T: int) -> dict:
+    """{name: a callable returning the next batch}; iterators are created once and kept."""
+    kw = {"T": T, "B": B, "seed": 0}
+    gather, index_select = reference_gather(root, B, T)
+    out = {"torch gather": gather, "index_select": index_select}
+    for mode in ("random", "epoch"):
+        out[f"host {mode}"] = open_loader(root, mode=mode, **kw).__next__
+    try:
+        for mode in ("random", "epoch"):
+            out[f"resident {mode}"] = open_loader(root, mode=mode, resident=True, **kw).__next__
+    except AttributeError:  # a niels_gpt before resident=True
+        pass
+    out["prefetch epoch"] = prefetch(open_loader(root, mode="epoch", **kw), "cpu", depth=2).__next__
+    mix = MixedBatches(partial(open_loader, str(root), mode="epoch", **kw))
+    loader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
+    out["DataLoader epoch"] = iter(loader).__next__
+    out["nanoGPT get_batch"] = nanogpt_get_batch(sorted((root / "fineweb_edu").glob("*.bin")), B, T)
+    return out
+
+
+def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
+    """(median wall seconds inside fn(), process CPU seconds per batch) over `batches` calls, each after a
+    simulated step of `step_s` seconds of sleep."""
+    waits = []
+    cpu0 = time.process_time()
+    for _ in range(batches):
+        if step_s:
+            time.sleep(step_s)
+        start = time.perf_counter()
+        fn()
+        waits.append(time.perf_counter() - start)
+    return statistics.median(waits), (time.process_time() - cpu0) / batches
+
+
+def run_preset(name: str, root: Path, args) -> None:
+    B, T, gpu_step_ms = PRESETS[name]
+    step_ms = gpu_step_ms if args.step_ms is None else args.step_ms
+    fns = contenders(root, B, T)
+    for fn in fns.values():  # warm up: workers started, page cache and plans filled
+        for _ in range(5):
+            fn()
+    waits = {n: [] for n in fns}
+    cpus = {n: [] for n in fns}
+    for _ in range(args.rounds):
+        for n, fn in fns.items():
+            wait, cpu = one_round(fn, args.batches, step_ms / 1e3)
+            waits[n].append(wait)
+            cpus[n].append(cpu)
+    print(f"\npreset {name}: B={B} T={T}, simulated step {step_ms} ms, {args.rounds} rounds x {args.batches} batches")
+    print(f"{'contender':18s} {'wait us/batch':>14s} {'cpu us/batch':>13s} {'wait / torch gather':>24s}")
+    for n in fns:
+        ratio = spread([w / r for w, r in zip(waits[n], waits["torch gather"])])
+        wait, cpu = statistics.median(waits[n]) * 1e6, statistics.median(cpus[n]) * 1e6
+        print(f"{n:18s} {wait:14.1f} {cpu:13.1f} {ratio:>24s}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", nargs="+", choices=sorted(PRESETS), default=["small", "gpt2"], help="default: both")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--batches", type=int, default=30, help="batches per contender per round (default 30)")
+    ap.add_argument("--step-ms", type=float, default=None, help="simulated step (default: the preset's GPU step)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="bench_batch_paths_") as tmp:
+        root = Path(tmp)
+        for k, name in enumerate(MIX):
+            write_shards(root / name, SHARDS, seed=k)
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; sources {MIX}, {len(SHARDS)} shards each")
+        for name in args.preset:
+            run_preset(name, root, args)
+
+
+if __name__ == "__main__":
+    main()
