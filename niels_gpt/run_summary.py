@@ -54,11 +54,9 @@ def _where(paths: list[str]) -> str:
 def result_line(group: Group) -> str:
     """`job: what it built`, from the meta.json files among its outputs (else the folder it wrote)."""
     metas = [m for p in group.outputs if p.endswith("meta.json") for m in [_meta(p)] if m is not None]
-    if metas:
-        what = "; ".join(_describe(m) for m in metas)
-    else:
-        what = f"{len(group.outputs)} file{'s' * (len(group.outputs) != 1)}"
-    return f"{group.job}: {what} -> {_where(group.outputs)}"
+    if not metas:
+        return f"{group.job}: wrote {_where(group.outputs)}"
+    return f"{group.job}: {'; '.join(_describe(m) for m in metas)} -> {_where(group.outputs)}"
 
 
 def success_message(groups: list[Group]) -> str:

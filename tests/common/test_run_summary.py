@@ -53,14 +53,16 @@ def test_a_successful_run_prints_one_line_per_job_from_its_meta(tmp_path):
         log="",
     )
     flag = Group("all", [str(tmp_path / "all")], logs=[])  # the aggregate flag: not a job worth a line
-    lines = success_message([sft, tok, flag]).splitlines()
+    report = job(tmp_path, "report_sft", {"report/sft_mix.svg": "<svg/>", "report/sft_supervision.svg": "<svg/>"}, "")
+    lines = success_message([sft, tok, flag, report]).splitlines()
     assert lines[0] == "niels_gpt: built"
     assert lines[1] == (
         f"  sft (source=primer): train 180 examples, val 20 examples; train 84,991 tokens, val 19,898 tokens "
         f"-> {tmp_path}/sft/primer/ (2 outputs)"
     )
     assert lines[2] == f"  tokenizer: 16,004 ids, sha256 abababab -> {tmp_path}/tokenizer/ (2 outputs)"
-    assert len(lines) == 3
+    assert lines[3] == f"  report_sft: wrote {tmp_path}/report/ (2 outputs)"
+    assert len(lines) == 4
 
 
 def test_a_failed_run_names_what_was_kept_and_ends_with_the_error_line(tmp_path):
