@@ -89,7 +89,7 @@ def error_lines(log: str | os.PathLike, limit: int = 3) -> list[str]:
     return rest[-1:]
 
 
-def failure_message(groups: list[Group], restored: list[Group]) -> str:
+def failure_message(groups: list[Group], restored: list[Group], *, records: bool = True) -> str:
     """What a failed run prints last: each failed job, what was kept, its log, then its error line."""
     kept = {g.job: g for g in restored}
     lines = []
@@ -97,6 +97,8 @@ def failure_message(groups: list[Group], restored: list[Group]) -> str:
         if group.job in kept:
             what = _where(kept[group.job].present)
             lines.append(f"{group.job} failed; kept the previous {what}: it is there as before the run")
+            if not records:  # this Snakemake's records could not be put back with the files
+                lines.append(f"  (Snakemake may take it for up to date: rebuild it with -R {group.job.split()[0]})")
         else:
             lines.append(f"{group.job} failed; it had no previous version to keep")
         for log in group.logs:

@@ -14,12 +14,14 @@ onstart:
 
 
 onsuccess:
-    keep.discard(RUN["kept"])
+    if "kept" in RUN:
+        keep.discard(RUN["kept"])
     print(run_summary.success_message(RUN.get("groups", [])))
 
 
 onerror:
     failed_jobs = run_summary.failed(RUN.get("groups", []))
     restored = keep.restore(RUN["kept"], RUN.get("records")) if "kept" in RUN else []
-    print(run_summary.failure_message(failed_jobs, restored), file=sys.stderr)
+    records = RUN.get("records") is not None
+    print(run_summary.failure_message(failed_jobs, restored, records=records), file=sys.stderr)
     raise SystemExit(1)  # after the error line, not Snakemake's closing lines

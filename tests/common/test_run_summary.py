@@ -81,6 +81,8 @@ def test_a_failed_run_names_what_was_kept_and_ends_with_the_error_line(tmp_path)
     assert lines[2] == "  error: data/primer.jsonl:3: 'messages' must be a list, got str"
     assert lines[3] == "streams (source=wiki) failed; it had no previous version to keep"
     assert lines[-1] == "  Killed"  # no error: line -> the log's last line
+    unrecorded = failure_message([broken], [kept], records=False).splitlines()
+    assert unrecorded[1] == "  (Snakemake may take it for up to date: rebuild it with -R sft)"
 
 
 def test_error_lines_are_the_last_three_error_lines_of_the_log(tmp_path):
