@@ -262,7 +262,9 @@ def test_a_hub_that_stays_down_fails_the_snakemake_job_with_one_line_and_the_rer
         log = (workdir / "cache" / "logs" / "pretrain" / "fineweb_edu.log").read_text()
         assert failed.returncode != 0, failed.stderr[-3000:]
         last = log.strip().splitlines()[-1]
-        assert last.startswith(f"error: cannot reach hub dataset {FINEWEB!r}") and "503" in last, log[-3000:] + failed.stderr[-3000:]
+        assert last.startswith(f"error: cannot reach hub dataset {FINEWEB!r}") and "503" in last, (
+            log[-3000:] + failed.stderr[-3000:]
+        )
         assert "Traceback" not in log and down.hits == 2  # hub.attempts tries, then the one line
         # nothing half-made, and the good cache the forced rebuild was replacing is back (niels_gpt/keep.py)
         assert not list((workdir / "cache" / rel).rglob("*.tmp"))

@@ -324,7 +324,8 @@ def test_report_html_is_produced_offline_right_after_cache_all(copy_of_built):
     assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
 
 
-def test_a_configuration_with_an_empty_val_split_fails_with_the_message(copy_of_built):
+def test_a_configuration_with_an_empty_val_split_fails_with_the_message(copy_of_built, built):
+    built_gutenberg = built / "cache" / "pretrain" / "gutenberg"
     # few long books and a small val_doc_prob: no book goes to val
     proc = snakemake(
         copy_of_built,
@@ -333,15 +334,17 @@ def test_a_configuration_with_an_empty_val_split_fails_with_the_message(copy_of_
         extra_config={"sources": {"gutenberg": {"val_doc_prob": 0.01}}},
         check=False,
     )
-    assert proc.returncode == 1 and "Error in rule pretrain" in proc.stderr
-    log = (copy_of_built / "cache" / "logs" / "pretrain" / "gutenberg.log").read_text()
-    assert (
+    assert proc.returncode == 1
+    error = (
         "error: gutenberg: the val split would hold 0 tokens (documents read: 4, blank: 0; split by "
         "sources.gutenberg.val_doc_prob=0.01). To fix: raise sources.gutenberg.val_doc_prob so val gets documents, "
         "or set sources.gutenberg.max_val_tokens: 0 to build without val on purpose"
-    ) in log
+    )
+    log = (copy_of_built / "cache" / "logs" / "pretrain" / "gutenberg.log").read_text()
+    assert error in log and proc.stderr.strip().splitlines()[-1] == f"  {error}"  # the last line printed
     gutenberg = copy_of_built / "cache" / "pretrain" / "gutenberg"
-    assert not (gutenberg / "meta.json").exists() and not list(gutenberg.rglob("shard_*"))
+    assert not list(gutenberg.rglob("*.tmp"))  # nothing half-made; the cache built before is back
+    assert artifact_hashes(gutenberg) == artifact_hashes(built_gutenberg)
 
 
 def dry_run_jobs(out: str) -> dict[str, int]:
@@ -381,7 +384,7 @@ def test_readme_demo_config_string_is_accepted(tmp_path):
 
 def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     fresh = make_workdir(tmp_path / "parts")
-    out = snakemake(fresh, "-n", "cache/all", "--config", "pretrain={num_parts: 2}").stdout
+    out = snakemake(fresh, "-n", "cache/all", "--quiet", "host", "--config", "pretrain={num_parts: 2}").stdout
     jobs = dry_run_jobs(out)
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (4, 2, 2)  # SMALL enables gutenberg
     parts = set(re.findall(r"wildcards: source=(\w+), part=(part_\d+)", out))
@@ -463,7 +466,7 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
         planted.unlink()
     else:
         pytest.fail("no note name lands in the roam train split")
-    dry = snakemake(wf, "-n", "cache/all").stdout
+    dry = snakemake(wf, "-n", "cache/all", "--quiet", "host").stdout  # each job's block (the profile hides it)
     assert set(re.findall(r"wildcards: source=(\w+)", dry)) == {"roam"}
     assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     snakemake(wf, "-j2", "cache/all")
