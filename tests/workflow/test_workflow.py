@@ -384,7 +384,7 @@ def test_readme_demo_config_string_is_accepted(tmp_path):
 
 def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     fresh = make_workdir(tmp_path / "parts")
-    out = snakemake(fresh, "-n", "cache/all", "--quiet", "host", "--config", "pretrain={num_parts: 2}").stdout
+    out = snakemake(fresh, "-n", "-p", "cache/all", "--quiet", "host", "--config", "pretrain={num_parts: 2}").stdout
     jobs = dry_run_jobs(out)
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (4, 2, 2)  # SMALL enables gutenberg
     parts = set(re.findall(r"wildcards: source=(\w+), part=(part_\d+)", out))
@@ -466,7 +466,7 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
         planted.unlink()
     else:
         pytest.fail("no note name lands in the roam train split")
-    dry = snakemake(wf, "-n", "cache/all", "--quiet", "host").stdout  # each job's block (the profile hides it)
+    dry = snakemake(wf, "-n", "-p", "cache/all", "--quiet", "host").stdout  # each job block (the profile hides it)
     assert set(re.findall(r"wildcards: source=(\w+)", dry)) == {"roam"}
     assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     snakemake(wf, "-j2", "cache/all")
@@ -481,10 +481,12 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
     assert _val(result, "streams/wiki")["fraction"]["streams/roam"] > 10 * max(stream_before, 1e-3)
 
     limit = round(wiki["fraction"]["pretrain/roam"] * 0.9, 4)
+    audit = (cache / "report" / "leakage.json").read_bytes()
     proc = snakemake(
         wf, "-j1", "cache/report/leakage.json", extra_config={"leakage": {"max_fraction": limit}}, check=False
     )
-    assert proc.returncode == 1 and not (cache / "report" / "leakage.json").exists()
+    assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith("  error: leakage gate: ")
+    assert (cache / "report" / "leakage.json").read_bytes() == audit  # the gate failed the job: the last audit kept
     log = (cache / "logs" / "report" / "leakage.log").read_text()
     assert "error: leakage gate: " in log and f"leakage.max_fraction = {100 * limit:g}%" in log
     assert "pretrain/wikitext val in pretrain/roam train" in log and f"document {longest} (" in log
