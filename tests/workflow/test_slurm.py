@@ -83,13 +83,15 @@ def test_demo_dag_with_two_parts_goes_through_sbatch_and_matches_a_local_build(n
     work = Path(tempfile.mkdtemp(prefix=".slurm-test-", dir=ROOT))
     try:
         local, cluster = make_workdir(work / "local"), make_workdir(work / "cluster")
-        run_snakemake(local, "cache/all", "-j2", *DEMO_WITH_PARTS)
+        run_snakemake(local, "cache-demo/all", "-j2", *DEMO_WITH_PARTS)
         threads = [f"{rule}={min(node_cpus, 8)}" for rule in THREADED_RULES]
         out = run_snakemake(
             cluster,
-            "cache/all",
+            "cache-demo/all",
             "--profile",
             "profiles/slurm",
+            "--quiet",
+            "host",  # each job's block too (profiles/default hides them): the local rule is named there
             *NO_ACCOUNTING,
             "--slurm-init-seconds-before-status-checks",
             "5",
@@ -106,6 +108,6 @@ def test_demo_dag_with_two_parts_goes_through_sbatch_and_matches_a_local_build(n
             job = slurm_job(slurm_id)
             assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), (slurm_id, job)
         assert re.search(r"localrule all:", out)
-        assert artifact_hashes(cluster / "cache") == artifact_hashes(local / "cache")
+        assert artifact_hashes(cluster / "cache-demo") == artifact_hashes(local / "cache-demo")
     finally:
         shutil.rmtree(work, ignore_errors=True)
