@@ -21,7 +21,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from niels_gpt.data.retry import RetryPolicy, short
@@ -107,6 +107,9 @@ class HubRead:
     num_parts: int = 1
     part: int = 0
     retry: RetryPolicy = RetryPolicy()  # how hub calls and stream reads are retried (config section `hub`)
+    # a resumable build's stream position (resumable.StreamPosition): where its stream starts, and the
+    # stream opened there; no option of the read (not compared)
+    position: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.take is not None and self.take < 0:
@@ -124,7 +127,7 @@ class HubRead:
         `renamed` gives the loader's own name of a field (fineweb-edu's config is `name`). Arguments
         that are no field (provenance, the loader's own options) are left to the loader."""
         names = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}
-        return cls(**{field: keywords[name] for field, name in names.items() if name in keywords})
+        return cls(**{key: keywords[name] for key, name in names.items() if name in keywords})
 
     @property
     def local(self) -> bool:

@@ -85,7 +85,7 @@ def test_changeable_marks_exactly_the_texts_normalize_text_changes_beyond_nfc(st
 
 
 def test_a_block_maps_to_the_samples_of_the_row_by_row_rule():
-    from datasets.formatting import PythonFormatter
+    from datasets import Features
 
     n = len(TRICKY)
     table = pa.table(
@@ -97,7 +97,7 @@ def test_a_block_maps_to_the_samples_of_the_row_by_row_rule():
         }
     ).slice(1)
     mapper = TextRows(("id", "n", "absent"))
-    block = Block(table, PythonFormatter())
+    block = Block(table, Features.from_arrow_schema(table.schema))
     assert mapper.block(block) == [mapper.row(row) for row in block.rows()]
 
 
