@@ -6,7 +6,7 @@ Each `draw_<family>(data, out_dir)` writes that family's files, named in `layout
   sft        example length histograms per source with the T_max+1 window marked; supervised share
              of tokens; share of examples cut (longer than T_max+1) and dropped at build time;
              sft.mix beside the share of supervised tokens it implies and the caches' own shares
-  tokenizer  bytes per token on each cache's val split (train as a dot); vocabulary ids each cache uses
+  tokenizer  bytes per token on each cache's train and val splits; vocabulary ids each cache uses
   streams    bytes per stream and split; streams.p_train beside each stream's share of the train bytes
 Histograms show the share of documents (or examples) per bin, so train and val compare on one axis.
 """
