@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from niels_gpt.data.retry import RetryPolicy, short
+from niels_gpt.data.retry import UNREACHABLE, RetryPolicy, classify, short
 
 # datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
 # are parquet on the hub, except dolly-15k which is one jsonl file)
@@ -142,11 +142,15 @@ class SourceUnavailableError(ConnectionError):
     """A hub dataset could not be reached (offline, DNS, timeout). Never replaced by sample data."""
 
 
+RETRY_HINT = "run the same command again once the hub answers (the retries: `hub.attempts`, `hub.max_wait_s`)"
+
+
 def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:
+    """One line for a hub dataset that cannot be read: no network or offline mode (retry.classify:
+    unreachable) names the demo switch; a hub that kept failing past the retries says to run again."""
     what = f"{dataset_id!r}" + (f" (config {config!r})" if config else "")
-    return SourceUnavailableError(
-        f"cannot reach hub dataset {what}: {type(exc).__name__}: {short(exc, 300)}. {DEMO_HINT}."
-    )
+    hint = DEMO_HINT if classify(exc) == UNREACHABLE else RETRY_HINT
+    return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {short(exc, 300)}. {hint}.")
 
 
 class HubDatasetError(ValueError):

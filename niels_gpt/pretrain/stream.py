@@ -282,9 +282,10 @@ class StreamBuild:
 
     def _save(self) -> None:
         stream = self.position.stream if self.position is not None else None
-        if stream is None:  # read by datasets itself: hub.iter_rows logged why, meta.json records it
-            self.saving = False
-            return
+        if stream is None:
+            if self.rule.seen:  # read by datasets itself: hub.iter_rows logged why, meta.json records it
+                self.saving = False
+            return  # else the stream never opened: nothing to save yet
         info, table = stream.state()
         state = {
             "tokens": self.tokens(),
@@ -317,7 +318,7 @@ class StreamBuild:
         elif not self.saving:
             saved = "this stream cannot be resumed: run the same build again once the hub answers (from the start)"
         else:
-            saved = "nothing was saved: run the same build again once the hub answers"
+            saved = "nothing was saved yet"
         read = "" if isinstance(error, StreamUnavailable) else f"; {self.rule.seen:,} documents read"
         w = self.writers
         return SourceUnavailableError(
