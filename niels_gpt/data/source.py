@@ -21,7 +21,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from niels_gpt.data.retry import UNREACHABLE, RetryPolicy, classify, short
@@ -119,15 +119,6 @@ class HubRead:
             raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={k!r}, num_parts={n!r}")
         if self.data_files is not None:
             data_files_by_split(self.data_files)  # a malformed value fails here, not at the first row
-
-    @classmethod
-    def from_keywords(cls, keywords: Mapping[str, Any], **renamed: str) -> HubRead:
-        """The read a loader's keyword arguments describe: `keywords` is the loader's `locals()` taken
-        before anything else (its arguments only); an argument named like a field sets that field, and
-        `renamed` gives the loader's own name of a field (fineweb-edu's config is `name`). Arguments
-        that are no field (provenance, the loader's own options) are left to the loader."""
-        names = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}
-        return cls(**{key: keywords[name] for key, name in names.items() if name in keywords})
 
     @property
     def local(self) -> bool:

@@ -12,6 +12,7 @@ import torch
 
 from niels_gpt.data.gutenberg import iter_gutenberg, strip_gutenberg_boilerplate
 from niels_gpt.data.normalize import is_blank
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.hashing import sha256_file
 from niels_gpt.layout import FORMAT_VERSION
@@ -405,7 +406,9 @@ def test_a_loaders_cleaning_counts_are_those_of_the_documents_used_whatever_the_
     ]
     path = write_parquet(tmp_path / "en.parquet", {"id": [str(i) for i in range(len(books))], "text": books})
     prov: dict = {}
-    texts = iter_gutenberg(data_files={"en": str(path)}, split="en", shuffle=False, provenance=prov)
+    texts = iter_gutenberg(
+        read=HubRead("manu/project_gutenberg", split="en", data_files={"en": str(path)}), provenance=prov
+    )
     budgets = dict(max_train_tokens=300, max_val_tokens=0, val_doc_prob=0.0)
     meta = build_stream(texts, tmp_path / "out", tiny_tokenizer, provenance=prov, num_threads=num_threads, **budgets)
     used = [b.replace("\r\n", "\n").lstrip("\ufeff") for b in books[: meta["documents_seen"]]]
