@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from niels_gpt.data.resumable import StaleStreamState, StreamPosition, StreamUnavailable
 from niels_gpt.data.source import SourceUnavailableError
 from niels_gpt.log import log, progress
@@ -29,15 +31,14 @@ from niels_gpt.pretrain.encode import encoded_batches
 from niels_gpt.pretrain.record import add_counts, loader_counts
 from niels_gpt.pretrain.resume import Checkpoint
 from niels_gpt.pretrain.shards import ShardWriter
-from niels_gpt.pretrain.uniform import TorchUniform
 from niels_gpt.tokenizer.workers import EncodeWorkers
 
 # With little budget left, batches shrink to (remaining tokens * this) chars so reading stops soon
 # after the budgets fill; 16 chars/token is above any subword tokenizer's average.
 MAX_CHARS_PER_TOKEN = 16
 STREAM_SPLIT_RULE = (
-    "single stream: g = torch.Generator().manual_seed(seed); every document, in stream order, draws "
-    "torch.rand(1, generator=g); it goes to val if the draw < val_doc_prob={p} and the val budget is not "
+    "single stream: g = numpy.random.default_rng(seed); every document, in stream order, draws "
+    "g.random(); it goes to val if the draw < val_doc_prob={p} and the val budget is not "
     "full, else to train while the train budget is not full, else it is skipped; reading stops when both "
     "budgets are full"
 )
@@ -66,10 +67,10 @@ def wanted(writer: ShardWriter, other: ShardWriter | None = None, other_share: f
 
 @dataclass
 class SplitRule:
-    """The rule's state: its generator (torch.Generator().manual_seed(seed)'s torch.rand stream, without
-    importing torch), documents read, blank ones among them."""
+    """The rule's state: its generator (numpy.random.default_rng(seed): PCG64, one float64 per draw, so
+    one call for a batch gives the draws of one call per document), documents read, blank ones among them."""
 
-    g: TorchUniform
+    g: np.random.Generator
     seen: int = 0
     blank: int = 0
 
@@ -78,8 +79,8 @@ def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_do
     """The single-stream rule over one encoded batch: ([writer, start, stop, documents] runs of the
     batch's flat tokens, documents read, blank ones among them, both budgets full).
 
-    Document by document, in order: stop if both budgets are full; else one draw torch.rand(1,
-    generator=g), blank documents too; a blank document (no tokens) goes nowhere; else val if draw <
+    Document by document, in order: stop if both budgets are full; else one draw g.random(), blank
+    documents too; a blank document (no tokens) goes nowhere; else val if draw <
     val_doc_prob and val is not full, else train if not full, else nowhere. "Full" counts what this
     batch has routed so far, so writing the runs afterwards (ShardWriter.write cuts at the budget) gives
     the bytes of writing each document in turn; adjacent documents bound for one writer form one run.
@@ -87,9 +88,7 @@ def route_batch(lens: list[int], g, train: ShardWriter, val: ShardWriter, val_do
     room = {w: float("inf") if w.budget is None else w.budget - w.n_tokens for w in (train, val)}
     runs: list[list] = []
     pos = seen = blank = 0
-    # One draw per document: `g` gives torch.rand's values one per element, in order, so one call for the
-    # batch gives the values of one torch.rand(1, generator=g) per document.
-    draws = g.draw(len(lens)).tolist()
+    draws = g.random(len(lens)).tolist()  # one draw per document, in order
     for n, draw in zip(lens, draws):
         if room[train] <= 0 and (room[val] <= 0 or val_doc_prob == 0):
             return runs, seen, blank, True
@@ -180,7 +179,7 @@ class StreamBuild:
     ):
         self.writers, self.seed, self.val_doc_prob = writers, seed, val_doc_prob
         self.checkpoint, self.position, self.provenance, self.desc = checkpoint, position, provenance, desc
-        self.rule = SplitRule(TorchUniform(seed))
+        self.rule = SplitRule(np.random.default_rng(seed))
         self.base: dict = {}  # a checkpoint's cleaning counts (the loaders count from zero)
         self.saving = checkpoint is not None
         self.saved_at: int | None = None
@@ -254,7 +253,8 @@ class StreamBuild:
             try:
                 for split, w in self.writers.items():
                     w.restore(saved["writers"][split])
-                g = TorchUniform.at(self.seed, saved["split_draws"])
+                g = np.random.default_rng(self.seed)
+                g.bit_generator.state = saved["split_draws"]
                 self.rule = SplitRule(g, saved["documents_seen"], saved["skipped_blank"])
                 self.base, start = saved["cleaning"], (saved["stream"], saved["stream_table"])
                 self.saved_at = saved["tokens"]
@@ -276,7 +276,7 @@ class StreamBuild:
         for w in self.writers.values():
             w.reset()
         self.checkpoint.clear()
-        self.rule, self.base, self.saved_at = SplitRule(TorchUniform(self.seed)), {}, None
+        self.rule, self.base, self.saved_at = SplitRule(np.random.default_rng(self.seed)), {}, None
         if self.position is not None:
             self.position.start, self.position.stream = None, None
 
@@ -292,7 +292,7 @@ class StreamBuild:
             "writers": {split: w.checkpoint() for split, w in self.writers.items()},
             "documents_seen": self.rule.seen,
             "skipped_blank": self.rule.blank,
-            "split_draws": self.rule.g.state(),
+            "split_draws": self.rule.g.bit_generator.state,
             "cleaning": cleaning_counts(self.provenance, self.base),
             "stream": info,
         }
