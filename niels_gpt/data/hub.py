@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from niels_gpt.data import resumable, retry
+from niels_gpt.data import resumable, retry, stream_files
 from niels_gpt.data.local_files import open_local
 from niels_gpt.data.source import (  # noqa: F401 (DataFiles, unavailable: the loaders' names, read from here)
     DEMO_HINT,
@@ -160,7 +160,7 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
         if missing is not None:
             raise missing from e
         raise
-    resumable.register(ds, files)
+    stream_files.register(ds, files)
     prov.update(resolved_revision(ds, files))
     return ds
 
@@ -258,8 +258,8 @@ def shard_parts(ds: Any, read: HubRead, provenance: dict | None = None) -> Any:
 
 def _part_files(ds: Any, read: HubRead) -> list[str] | None:
     """The data files a streamed part reads (local paths or hub URLs); None for a stream not read here."""
-    source = resumable.files_of(ds)
-    return None if source is None else resumable.part_files(list(source.files), read.num_parts, read.part)
+    source = stream_files.files_of(ds)
+    return None if source is None else stream_files.part_files(list(source.files), read.num_parts, read.part)
 
 
 def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterator[tuple[int, dict]]:
@@ -274,7 +274,7 @@ def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterato
 
 class RowMapper(Protocol):
     """What a reader makes of a dataset's rows, one at a time (`row`: a dict as datasets hands it out)
-    or a streamed block at once (`block`: resumable.Block), and the columns it needs (`columns`, from
+    or a streamed block at once (`block`: stream_files.Block), and the columns it needs (`columns`, from
     the features; None: all). `block(b)` must equal `[row(r) for r in b.rows()]` (the rows of the
     needed columns), so a stream read either way yields the same."""
 
@@ -308,8 +308,8 @@ def iter_rows(
 
     whole, ds = ds, shard_parts(ds, read, provenance)
     if isinstance(ds, IterableDataset):
-        _record_libraries(read, provenance, resumable.supports(whole))
-    if resumable.supports(whole):  # the part is taken by the stream itself, from the whole's files
+        _record_libraries(read, provenance, stream_files.supports(whole))
+    if stream_files.supports(whole):  # the part is taken by the stream itself, from the whole's files
         rows = resumable.stream_rows(whole, read, _stream_identity(provenance), mapper)
     else:
         if read.shuffle and not isinstance(ds, IterableDataset):
@@ -351,8 +351,8 @@ def _record_libraries(read: HubRead, provenance: dict | None, readable: bool) ->
     mid-stream resume is not available, say so (logged once per process)."""
     from niels_gpt.log import log
 
-    versions = resumable.library_versions()
-    note = resumable.resume_note(readable)
+    versions = stream_files.library_versions()
+    note = stream_files.resume_note(readable)
     if provenance is not None:
         provenance["libraries"] = versions
         provenance["resume"] = note or "available"

@@ -9,8 +9,8 @@ only some have, a nested column that is all-null in one file) are read with the 
 
 from __future__ import annotations
 
-from niels_gpt.data.resumable import register
 from niels_gpt.data.source import HubRead, builder_for, data_files_by_split, expand_data_files
+from niels_gpt.data.stream_files import register
 from niels_gpt.hashing import sha256_file
 
 

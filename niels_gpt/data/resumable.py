@@ -2,9 +2,8 @@
 
 `ShuffledStream(ds, read)` yields, as (index, row) pairs, at most `read.take`, the rows datasets 5.2
 yields for `ds.shard(num_shards=N, index=k, contiguous=True).shuffle(seed=read.seed, buffer_size=...)`
-(or unshuffled), read with public APIs only - the data files and features `hub.open_dataset` resolved
-(`register`: `load_dataset_builder(...).config.data_files`, the dataset's `features`), huggingface_hub's
-`HfFileSystem` and pyarrow - so that the order is the same on every supported datasets release, its
+(or unshuffled), read with public APIs only (the data files and features `hub.open_dataset` resolved,
+`HfFileSystem`, pyarrow) - so that the order is the same on every supported datasets release, its
 position can be saved (`state()`), a later stream can start there (`start=`), and a read that fails is
 re-opened where it stopped instead of at the first row. The order (datasets 5.2's documented shuffle):
 
@@ -18,11 +17,9 @@ re-opened where it stopped instead of at the first row. The order (datasets 5.2'
    the first n - buffer_size // 2 are yielded and the rest kept; at the end the rest, permuted;
    rng = default_rng(seed). Unshuffled: the files in order as one group, no buffer.
 
-Reading: a parquet file a row group at a time (`pyarrow.parquet.ParquetFile` without pre-buffering and
-without Arrow's threads), only `columns`, cast to the features as datasets' Parquet builder casts. The
-rows of each block (a table taken from the buffer) are formatted together: as datasets hands them out
-(dicts: `Features.decode_batch`), or as a `mapper` makes them of the whole block (hub.RowMapper).
-A stream of other files (json) is read by datasets itself (`supports`): its order, no resume.
+Reading (stream_files.py): a parquet file a row group at a time, only `columns`; the rows of each block
+(a table taken from the buffer) as datasets hands them out, or as a `mapper` makes them of the whole
+block (hub.RowMapper). A stream of other files (json) is read by datasets itself: its order, no resume.
 
 A position (`state()`): JSON (per group the file and row reached and whether it is done, the turn, the
 rows yielded, the rng state) and one Arrow table: the rows of the current block not yet yielded, then the
@@ -37,16 +34,12 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from niels_gpt.data import retry
 from niels_gpt.data.source import HubRead, SourceUnavailableError
+from niels_gpt.data.stream_files import Block, ParquetReader, files_of, part_files, shuffled_files
 
-# The datasets releases a streamed build is tested with (pyproject.toml states the same range): on each,
-# a parquet stream is read here, in datasets 5.2's order, and resumes mid-stream.
-SUPPORTED_DATASETS = ">=4.8,<5.3"
 MAX_INPUT_SHARDS = 10  # IterableDataset.shuffle's max_buffer_input_shards default: files read at once
-REPRODUCED_DATASETS = "5.2."  # the release whose shuffle order this is (tests compare it with datasets' own there)
 UNSHUFFLED_TABLE_ROWS = 1_000  # rows per table of an unshuffled stream (any size gives the same rows)
 STATE_FORMAT = 2  # bump when `state()` changes meaning (2: the buffer holds only the columns read)
 
@@ -63,71 +56,6 @@ class StaleStreamState(ValueError):
     """A saved position that belongs to another stream (other files, seed, buffer or revision)."""
 
 
-def library_versions() -> dict[str, str]:
-    """The datasets and huggingface_hub releases installed (what a stream is read with)."""
-    from importlib.metadata import version
-
-    return {name: version(name) for name in ("datasets", "huggingface_hub")}
-
-
-def resume_note(resumable: bool) -> str | None:
-    """None where mid-stream resume is available, else why not (one line, for the log and meta.json)."""
-    if resumable:
-        return None
-    return (
-        "mid-stream resume is not available for this input: datasets reads it itself (only parquet files are "
-        "read here), in its own order; a build the hub stops starts again from the first row"
-    )
-
-
-@dataclass(frozen=True)
-class StreamFiles:
-    """What a streamed split is read from: its data files in datasets' order, and their features."""
-
-    files: tuple[str, ...]
-    features: Any  # datasets.Features
-
-
-_REGISTERED: WeakKeyDictionary = WeakKeyDictionary()  # streamed dataset -> StreamFiles (hub.open_dataset)
-
-
-def register(ds: Any, files: list[str] | None) -> None:
-    """Remember the resolved data files of a streamed `ds` that `hub.open_dataset` opened (datasets has
-    no public way to ask a dataset for them); only all-parquet files are read here."""
-    if files and all(str(f).endswith(".parquet") for f in files):
-        _REGISTERED[ds] = StreamFiles(tuple(map(str, files)), ds.features)
-
-
-def files_of(ds: Any) -> StreamFiles | None:
-    try:
-        return _REGISTERED.get(ds)
-    except TypeError:  # not weak-referenceable: not a dataset opened here
-        return None
-
-
-def supports(ds: Any) -> bool:
-    """True if `ds` is a streamed dataset of parquet files opened by `hub.open_dataset` (read here)."""
-    return files_of(ds) is not None
-
-
-def part_files(files: list, num_parts: int, part: int) -> list:
-    """Contiguous block `part` of `num_parts` (the first len % num_parts one longer): datasets'
-    `shard(num_shards, index, contiguous=True)` over data files."""
-    div, mod = divmod(len(files), num_parts)
-    start = div * part + min(part, mod)
-    return files[start : start + div + (1 if part < mod else 0)]
-
-
-def shuffled_files(files: list, seed: int) -> list:
-    """The files in the order `IterableDataset.shuffle(seed)` reads them: its generator's shuffle of their
-    indices (datasets shuffles a copy of default_rng(seed); the buffer's generator starts afresh)."""
-    import numpy as np
-
-    order = list(range(len(files)))
-    np.random.default_rng(seed).shuffle(order)
-    return [files[i] for i in order]
-
-
 @dataclass
 class _Pos:
     file: int = 0  # index in the group's files
@@ -139,7 +67,7 @@ class _Group:
     """Consecutive files read as tables of `size` rows; `pos` is what the stream has consumed, the read
     cursor may be ahead of it (`fetch` runs in a thread, one at a time per group)."""
 
-    def __init__(self, files: list[str], size: int, reader: _ParquetReader):
+    def __init__(self, files: list[str], size: int, reader: ParquetReader):
         self.files = files
         self.size = size
         self.parquet = reader
@@ -199,72 +127,6 @@ class _Group:
         return self.parquet.tables(self.files[k], row)
 
 
-def open_file(path: str):
-    """A data file for reading: a hub file (`hf://datasets/{id}@{commit}/{path}`) through huggingface_hub's
-    HfFileSystem (range requests, its retries and the client of retry.configure), a local one directly."""
-    if path.startswith("hf://"):
-        from huggingface_hub import HfFileSystem
-
-        return HfFileSystem().open(path, "rb")
-    return open(path, "rb")
-
-
-class _ParquetReader:
-    """The tables of a parquet file, as datasets' Parquet builder yields them: `ParquetFile` without
-    pre-buffering (a row group's column chunks are fetched when it is decoded, not every range of the
-    file at once) and without Arrow's thread pool (decoded in the calling thread: no read is left running
-    when the iteration stops), only `columns`, cast to `features` (datasets' table_cast)."""
-
-    def __init__(self, features: Any, columns: list[str] | None):
-        from datasets import Features
-
-        if features is not None and columns is not None:
-            features = Features({name: features[name] for name in columns if name in features})
-        self.schema = features.arrow_schema if features is not None else None
-        self.columns = columns
-
-    def tables(self, path: str, row: int) -> Iterator:
-        """The tables of the file at `path` from row `row` on: the row group holding that row is read and
-        cut, the ones before it are skipped (its footer says where they start)."""
-        import pyarrow.parquet as pq
-        from datasets.table import table_cast
-
-        with open_file(path) as f:
-            parquet = pq.ParquetFile(f, pre_buffer=False)
-            for g in range(parquet.num_row_groups):
-                n = parquet.metadata.row_group(g).num_rows
-                if row >= n:
-                    row -= n
-                    continue
-                table = parquet.read_row_group(g, columns=self.columns, use_threads=False)
-                if self.schema is not None:
-                    table = table_cast(table, self.schema)
-                yield table.slice(row) if row else table
-                row = 0
-
-
-class Block:
-    """The rows of one block of a stream: `table` (Arrow, cast to the stream's features) as datasets
-    hands them out (`Features.decode_batch` of its Python values), all of them (`rows`, dicts) or one
-    column's values (`column`)."""
-
-    __slots__ = ("table", "_features")
-
-    def __init__(self, table: Any, features: Any):
-        self.table, self._features = table, features
-
-    def rows(self) -> list[dict]:
-        batch = self.table.to_pydict()
-        if self._features is not None:
-            batch = self._features.decode_batch(batch)
-        names = list(batch)
-        return [{name: batch[name][i] for name in names} for i in range(self.table.num_rows)]
-
-    def column(self, name: str) -> list:
-        values = self.table.column(name).to_pylist()
-        return self._features.decode_column(values, name) if self._features is not None else values
-
-
 _END = object()  # the end of a stream, where a row is expected
 
 
@@ -288,7 +150,7 @@ class ShuffledStream:
 
         source = files_of(ds)
         if source is None:
-            raise ValueError("not a stream of parquet files opened by hub.open_dataset (resumable.supports)")
+            raise ValueError("not a stream of parquet files opened by hub.open_dataset (stream_files.supports)")
         self.read, self.policy = read, read.retry
         self.take = read.take
         self.mapper = mapper
@@ -298,7 +160,7 @@ class ShuffledStream:
 
             features = Features({name: features[name] for name in columns if name in features})
         self._features = features
-        reader = _ParquetReader(source.features, columns)
+        reader = ParquetReader(source.features, columns)
         files = part_files(list(source.files), read.num_parts, read.part)
         if read.shuffle:
             files = shuffled_files(files, read.seed)
@@ -511,9 +373,6 @@ class ShuffledStream:
         pool.shutdown(wait=True)
         for g in self.groups:
             g.reset()
-
-
-# ------------------------------------------------------------------------- a build's stream, placed
 
 
 class StreamPosition:

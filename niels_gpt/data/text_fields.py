@@ -104,7 +104,7 @@ class TextRows:
             return None, e
 
     def block(self, block: Any) -> list[tuple]:
-        """The rows of a resumable.Block, `text` and the meta columns converted together."""
+        """The rows of a stream_files.Block, `text` and the meta columns converted together."""
         import pyarrow as pa
 
         table = block.table

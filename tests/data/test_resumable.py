@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from niels_gpt.data import resumable
+from niels_gpt.data import resumable, stream_files
 from niels_gpt.data.hub import HubRead, iter_rows, open_dataset, shard_parts
 from niels_gpt.data.resumable import ShuffledStream, StaleStreamState, StreamPosition, StreamUnavailable
 from niels_gpt.data.retry import RetryPolicy
@@ -47,12 +47,12 @@ def streamed(data_files, *, buffer: int = 100, shuffle: bool = True, seed: int =
 def datasets_reproduced() -> bool:
     import datasets
 
-    return datasets.__version__.startswith(resumable.REPRODUCED_DATASETS)
+    return datasets.__version__.startswith(stream_files.REPRODUCED_DATASETS)
 
 
 # the order is datasets 5.2's: compared with datasets' own only where that release is installed
 needs_reproduced_release = pytest.mark.skipif(
-    not datasets_reproduced(), reason=f"datasets' own shuffle order is {resumable.REPRODUCED_DATASETS}x's only there"
+    not datasets_reproduced(), reason=f"datasets' own shuffle order is {stream_files.REPRODUCED_DATASETS}x's only there"
 )
 
 
@@ -96,7 +96,7 @@ def test_rows_come_in_datasets_shuffle_order_from_the_test_hub(isolated_hf_cache
     ds = open_dataset(read, {})
     assert ds.num_shards == 4
     assert ours(ds, read) == reference(ds, read)
-    assert resumable.supports(ds)  # the hub's parquet files are read here, not by datasets
+    assert stream_files.supports(ds)  # the hub's parquet files are read here, not by datasets
 
 
 def round_trip(state):
@@ -223,7 +223,7 @@ def test_a_stream_of_other_files_is_read_by_datasets_itself_and_says_so(isolated
     path.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(30)))
     read = streamed({"train": str(path)}, buffer=8)
     ds = open_dataset(read, {})
-    assert not resumable.supports(ds)
+    assert not stream_files.supports(ds)
     prov: dict = {}
     position = StreamPosition()
     rows = [row for _, row in iter_rows(ds, replace(read, position=position), prov)]
@@ -273,7 +273,7 @@ def test_pyproject_states_the_supported_datasets_range_and_the_installed_release
 
     from packaging.specifiers import SpecifierSet
 
-    from niels_gpt.data.resumable import SUPPORTED_DATASETS
+    from niels_gpt.data.stream_files import SUPPORTED_DATASETS
 
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert f'"datasets{SUPPORTED_DATASETS}",' in pyproject

@@ -10,7 +10,8 @@ import pytest
 from niels_gpt.data import text_fields
 from niels_gpt.data.hub import HubRead
 from niels_gpt.data.normalize import normalize_text
-from niels_gpt.data.resumable import Block, ShuffledStream
+from niels_gpt.data.resumable import ShuffledStream
+from niels_gpt.data.stream_files import Block
 from niels_gpt.data.text_fields import TextRows, changeable, iter_hub_text_samples, pretrain_samples
 from tests.support.hub_files import write_parquet
 
