@@ -66,29 +66,37 @@ def repo(hub, hub_root) -> str:
 
 
 @pytest.fixture
-def fresh(tmp_path, monkeypatch, isolated_hf_cache):
-    """Fresh datasets and hub caches, no cached HfFileSystem, short client sleeps and timeouts."""
-    import datasets
-    import huggingface_hub
-    from huggingface_hub import HfFileSystem, constants, file_download
-    from huggingface_hub.utils import _http
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", CLIENT_TIMEOUT_S)
-    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", CLIENT_TIMEOUT_S)
+def fresh(fresh_caches, monkeypatch):
+    """Fresh caches (`fresh_caches`) and huggingface_hub's sleeps between its own retries shortened."""
     import time as real_time
+
+    from huggingface_hub import file_download
+    from huggingface_hub.utils import _http
 
     fast = SimpleNamespace(**{n: getattr(real_time, n) for n in ("time", "monotonic", "perf_counter")})
     fast.sleep = lambda s: real_time.sleep(min(s, LIBRARY_SLEEP_S))
     monkeypatch.setattr(_http, "time", fast)
     monkeypatch.setattr(file_download, "time", fast)
+    return fresh_caches
+
+
+@pytest.fixture
+def fresh_caches(tmp_path, monkeypatch, isolated_hf_cache):
+    """Fresh datasets and hub caches, no cached HfFileSystem, short client timeouts."""
+    import datasets
+    import huggingface_hub
+    from huggingface_hub import HfFileSystem, constants
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", CLIENT_TIMEOUT_S)
+    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", CLIENT_TIMEOUT_S)
     HfFileSystem.clear_instance_cache()
     assert huggingface_hub.constants.HF_HUB_CACHE == str(tmp_path / "hub")
     return tmp_path
 
 
-def config(repo: str) -> dict:
+def config(repo: str, hub: dict = HUB) -> dict:
     fineweb = {
         "dataset_id": repo,
         "config": None,
@@ -97,12 +105,12 @@ def config(repo: str) -> dict:
         "max_val_tokens": None,
         "val_doc_prob": 0.1,
     }
-    return prepare_config({"pretrain": {"shard_bytes": 4_000}, "sources": {"fineweb_edu": fineweb}, "hub": HUB})
+    return prepare_config({"pretrain": {"shard_bytes": 4_000}, "sources": {"fineweb_edu": fineweb}, "hub": hub})
 
 
-def build(repo: str, out: Path, tokenizer_path: str) -> dict:
+def build(repo: str, out: Path, tokenizer_path: str, hub: dict = HUB) -> dict:
     return build_pretrain_source(
-        config(repo), "fineweb_edu", tokenizer_path=tokenizer_path, out_dir=out, num_threads=1, log=lambda s: None
+        config(repo, hub), "fineweb_edu", tokenizer_path=tokenizer_path, out_dir=out, num_threads=1, log=lambda s: None
     )
 
 
@@ -248,3 +256,33 @@ def test_a_hub_answering_429_to_every_call_stops_the_build_with_one_line(repo, h
     assert "\n" not in message and repr(repo) in message and "429" in message, message
     assert "run the same command again" in message and not (fresh / "out" / "meta.json").exists()
     assert time.monotonic() - start < HUB["max_wait_s"] + CLIENT_TIMEOUT_S
+
+
+def test_a_hub_down_for_good_mid_stream_is_given_up_within_max_wait_whatever_layer_retries(
+    repo, hub, fresh_caches, tiny_tokenizer_path
+):
+    """huggingface_hub's own tries at their real pace (1, 2, 4 s apart) inside ours: from the first refused
+    request the build stops within hub.max_wait_s plus one request timeout, by the clock."""
+    import time
+
+    from niels_gpt.data.hub import HubRead, open_dataset
+    from niels_gpt.data.resumable import ShuffledStream
+
+    policy = {**HUB, "attempts": 20, "backoff_s": 0.5, "max_backoff_s": 2, "max_wait_s": 4}
+    read = HubRead(repo, streaming=True, shuffle=True, shuffle_buffer_size=40, seed=42)
+    target = ShuffledStream(open_dataset(read, {}), read).groups[0].names()[1].rsplit("/", 1)[-1]
+    hub.faults.clear()
+    hub.faults.add(faults.status(re.escape(target) + "$", 503, count=10**6, method="GET"))
+    first = len(hub.requests)
+    try:
+        with pytest.raises(SourceUnavailableError) as info:
+            build(repo, fresh_caches / "out", tiny_tokenizer_path, policy)
+        stopped = time.time()
+    finally:
+        hub.faults.clear()
+    refused = [r for r in hub.requests.snapshot()[first:] if r.fault]
+    waited = stopped - refused[0].time
+    print(f"gave up {waited:.1f} s after the first refused request ({len(refused)} refused)")
+    # without the deadline: 20 tries of ours, each after the library's 6 tries over 1 + 2 + 4 + 8 + 8 s
+    assert waited <= policy["max_wait_s"] + policy["request_timeout_s"], (waited, len(refused))
+    assert "run the same build again" in str(info.value) and "\n" not in str(info.value)
