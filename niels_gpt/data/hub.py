@@ -82,8 +82,10 @@ def _ask(call, *args, **kwargs):
 def _missing_dataset_or_revision(read: HubRead, exc: BaseException) -> HubDatasetError:
     import datasets
     from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
-    if read.revision is not None and f"Revision '{read.revision}'" in str(exc):
+    chain = list(retry.cause_chain(exc))
+    if read.revision is not None and any(isinstance(e, RevisionNotFoundError) for e in chain):
         head = _ask(lambda: HfApi().dataset_info(read.dataset_id, timeout=30).sha)
         pin = (
             f"its default branch is at commit {head}: pin it with `revision: {head}`"
@@ -94,7 +96,7 @@ def _missing_dataset_or_revision(read: HubRead, exc: BaseException) -> HubDatase
             f"hub dataset {read.dataset_id!r} has no revision {read.revision!r} (a branch, tag or commit sha); "
             f"{pin} in the source's section of config.yaml, or set `revision: null` to read the default branch"
         )
-    if "gated" in str(exc):
+    if any(isinstance(e, GatedRepoError) for e in chain):
         return HubDatasetError(
             f"hub dataset {read.dataset_id!r} is gated: accept its terms on the hub, then log in "
             "(`hf auth login`, or set HF_TOKEN)"
