@@ -121,6 +121,44 @@ def contenders(root: Path, B: int, T: int) -> dict:
     return out
 
 
+def _send_batches(queue, make, count: int, done) -> None:
+    """A child process: `count` batches of `make()` into `queue` (torch's shared-memory pickling), then it
+    stays until `done` (the receiver fetches each block's file descriptor from it)."""
+    for _ in range(count):
+        queue.put(make())
+    done.wait()
+
+
+def handover(B: int, T: int, count: int = 200) -> dict[str, float]:
+    """Main-process CPU microseconds to receive one dict batch from another process through a
+    torch.multiprocessing queue (what a DataLoader worker's batch costs the main process before the
+    DataLoader's own bookkeeping): one tensor per field vs batch_dict.BatchDict's one buffer."""
+    import torch.multiprocessing as mp
+
+    from niels_gpt.training.batch_dict import as_dict
+
+    x = torch.randint(0, 16_000, (B, T))
+    makers = {
+        "per field": partial(as_dict, x, x),
+        "one buffer": partial(as_dict, x, x, one_buffer=True),
+    }
+    out = {}
+    for name, make in makers.items():
+        ctx = mp.get_context("fork")
+        queue, done = ctx.Queue(maxsize=8), ctx.Event()
+        child = ctx.Process(target=_send_batches, args=(queue, make, count + 10, done))
+        child.start()
+        for _ in range(10):
+            queue.get()
+        cpu0 = time.process_time()
+        for _ in range(count):
+            queue.get()
+        out[name] = (time.process_time() - cpu0) / count * 1e6
+        done.set()
+        child.join()
+    return out
+
+
 def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
     """(median wall seconds inside fn(), process CPU seconds per batch) over `batches` calls, each after a
     simulated step of `step_s` seconds of sleep."""
@@ -155,6 +193,11 @@ def run_preset(name: str, root: Path, args) -> None:
         ratio = spread([w / r for w, r in zip(waits[n], waits["torch gather"])])
         wait, cpu = statistics.median(waits[n]) * 1e6, statistics.median(cpus[n]) * 1e6
         print(f"{n:18s} {wait:14.1f} {cpu:13.1f} {ratio:>24s}")
+    try:
+        costs = ", ".join(f"{name} {us:.0f} us" for name, us in handover(B, T).items())
+        print(f"handover of one dict batch from another process, main-process CPU per batch: {costs}")
+    except TypeError:  # a niels_gpt before one_buffer
+        pass
 
 
 def main() -> None:
