@@ -11,7 +11,9 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
   resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
   prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
   DataLoader         README's recipe: `DataLoader(MixedBatches(mode="epoch"), batch_size=None, num_workers=2)`
-                     (pin_memory only with CUDA), dict batches;
+                     (pin_memory only with CUDA), dict batches (one buffer per batch: batch_dict.BatchDict);
+  DataLoader per-field  the same batches cloned field by field in the worker: one shared-memory tensor per
+                     field, the handover before BatchDict;
   nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack.
 Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
 process over the round divided by its batches (main thread + any producer or pin-memory thread of this
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset
 
 from benchmarks.synthetic import write_shards
 from benchmarks.timing import spread
@@ -78,6 +80,18 @@ def nanogpt_get_batch(paths: list[Path], B: int, T: int):
     return get_batch
 
 
+class PerField(IterableDataset):
+    """A MixedBatches' batches with one tensor (one shared-memory block) per field: the handover before
+    batch_dict.BatchDict (the reference of the DataLoader rows)."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        for batch in self.batches:
+            yield {key: value.clone() for key, value in batch.items()}
+
+
 def open_loader(root: str, *, T: int, resident: bool = False, **mixing) -> MixedLoader:
     """MixedLoader over the synthetic sources in `root` (a module-level function: workers unpickle it)."""
     sources = {name: PretrainTokenStreamDataset(Path(root) / name, T=T) for name in MIX}
@@ -101,7 +115,47 @@ def contenders(root: Path, B: int, T: int) -> dict:
     mix = MixedBatches(partial(open_loader, str(root), mode="epoch", **kw))
     loader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
     out["DataLoader epoch"] = iter(loader).__next__
+    per_field = DataLoader(PerField(mix), batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
+    out["DataLoader per-field"] = iter(per_field).__next__
     out["nanoGPT get_batch"] = nanogpt_get_batch(sorted((root / "fineweb_edu").glob("*.bin")), B, T)
+    return out
+
+
+def _send_batches(queue, make, count: int, done) -> None:
+    """A child process: `count` batches of `make()` into `queue` (torch's shared-memory pickling), then it
+    stays until `done` (the receiver fetches each block's file descriptor from it)."""
+    for _ in range(count):
+        queue.put(make())
+    done.wait()
+
+
+def handover(B: int, T: int, count: int = 200) -> dict[str, float]:
+    """Main-process CPU microseconds to receive one dict batch from another process through a
+    torch.multiprocessing queue (what a DataLoader worker's batch costs the main process before the
+    DataLoader's own bookkeeping): one tensor per field vs batch_dict.BatchDict's one buffer."""
+    import torch.multiprocessing as mp
+
+    from niels_gpt.training.batch_dict import as_dict
+
+    x = torch.randint(0, 16_000, (B, T))
+    makers = {
+        "per field": partial(as_dict, x, x),
+        "one buffer": partial(as_dict, x, x, one_buffer=True),
+    }
+    out = {}
+    for name, make in makers.items():
+        ctx = mp.get_context("fork")
+        queue, done = ctx.Queue(maxsize=8), ctx.Event()
+        child = ctx.Process(target=_send_batches, args=(queue, make, count + 10, done))
+        child.start()
+        for _ in range(10):
+            queue.get()
+        cpu0 = time.process_time()
+        for _ in range(count):
+            queue.get()
+        out[name] = (time.process_time() - cpu0) / count * 1e6
+        done.set()
+        child.join()
     return out
 
 
@@ -139,6 +193,11 @@ def run_preset(name: str, root: Path, args) -> None:
         ratio = spread([w / r for w, r in zip(waits[n], waits["torch gather"])])
         wait, cpu = statistics.median(waits[n]) * 1e6, statistics.median(cpus[n]) * 1e6
         print(f"{n:18s} {wait:14.1f} {cpu:13.1f} {ratio:>24s}")
+    try:
+        costs = ", ".join(f"{name} {us:.0f} us" for name, us in handover(B, T).items())
+        print(f"handover of one dict batch from another process, main-process CPU per batch: {costs}")
+    except TypeError:  # a niels_gpt before one_buffer
+        pass
 
 
 def main() -> None:

@@ -72,6 +72,9 @@ FULL = HubSizes(
     gutenberg_books=1,
 )
 DEFAULT_BUDGETS = (200_000_000, 5_000_000)  # sources.fineweb_edu.max_train_tokens / max_val_tokens
+# The run's sampler: a walk of /proc (~300 processes) costs ~20 ms of CPU; 0.25 s catches peaks that last
+# half a second (the byte streams' join, the tokenizer's training) for ~8 % of one core.
+JOB_SAMPLE_S = 0.25
 
 
 def scaled_sizes(scale: float) -> HubSizes:
@@ -115,33 +118,83 @@ def work_folder(out: Path, scale: float) -> Path:
 
 
 STATUS_FIELDS = ("VmRSS", "RssAnon", "RssFile")  # resident: all, anonymous (what a job holds), file-backed (maps)
+# A Snakemake job's shell command ends in `> cache/logs/<job>.log 2>&1`: every process below it is the job's.
+JOB_LOG = re.compile(r"cache/logs/(\S+)\.log")
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, start time) of every process."""
+    table = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+            table[int(stat.parent.name)] = (int(fields[1]), fields[19])
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
 
 
 class Sampler(threading.Thread):
-    """Every `interval` seconds until stopped: the load average, and STATUS_FIELDS summed over `pid` and its
-    descendants: the summed VmRSS of each sample in `rss`, the peak of each field in `peak`."""
+    """Every `interval` seconds until stopped: the load average, and STATUS_FIELDS of `pid` and its
+    descendants: summed over the tree (`rss`: the summed VmRSS of each sample; `peak`: each field's peak),
+    and per Snakemake job (`jobs`: job -> each field's peak, summed over the job's processes; a job is the
+    `cache/logs/<job>.log` its shell command writes to). Snakemake's own benchmark samples a job every
+    0.5 s for 15 s, then every 30 s, and misses the peak of most jobs that last longer."""
 
     def __init__(self, pid: int, interval: float = 1.0):
         super().__init__(daemon=True)
         self.pid, self.interval, self.load, self.rss = pid, interval, [], []
         self.peak = dict.fromkeys(STATUS_FIELDS, 0)
+        self.jobs: dict[str, dict[str, int]] = {}
+        self._labels: dict[tuple[int, str], str | None] = {}  # (pid, start time) -> job named in its command
         self.done = threading.Event()
+
+    def _label(self, pid: int, start: str) -> str | None:
+        key = (pid, start)
+        if key not in self._labels:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                return None
+            m = JOB_LOG.search(cmd)
+            self._labels[key] = m.group(1) if m else None
+        return self._labels[key]
+
+    def _job_of(self, pid: int, table: dict[int, tuple[int, str]]) -> str | None:
+        while pid in table and pid != self.pid:
+            label = self._label(pid, table[pid][1])
+            if label:
+                return label
+            pid = table[pid][0]
+        return None
 
     def run(self) -> None:
         while not self.done.wait(self.interval):
             self.load.append(os.getloadavg()[0])
+            table = _process_table()
+            tree, frontier = [self.pid], [self.pid]
+            while frontier:
+                frontier = [p for p, (pp, _) in table.items() if pp in frontier]
+                tree += frontier
             total = dict.fromkeys(STATUS_FIELDS, 0)
-            for pid in [self.pid, *descendants(self.pid)]:
+            per_job: dict[str, dict[str, int]] = {}
+            for pid in tree:
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue
+                job = self._job_of(pid, table)
+                into = [total] if job is None else [total, per_job.setdefault(job, dict.fromkeys(STATUS_FIELDS, 0))]
                 for line in status.splitlines():
                     name = line.split(":", 1)[0]
                     if name in total:
-                        total[name] += int(line.split()[1]) * 1024
+                        for d in into:
+                            d[name] += int(line.split()[1]) * 1024
             self.rss.append(total["VmRSS"])
             self.peak = {k: max(v, total[k]) for k, v in self.peak.items()}
+            for job, fields in per_job.items():
+                peak = self.jobs.setdefault(job, dict.fromkeys(STATUS_FIELDS, 0))
+                self.jobs[job] = {k: max(peak[k], fields[k]) for k in STATUS_FIELDS}
 
 
 def run_sampled(cmd: str, cwd: Path, env: dict, log: Path, interval: float = 1.0) -> tuple[float, Sampler]:
@@ -189,7 +242,7 @@ def run_workflow(work: Path, root: Path, scale: float) -> dict:
         proc = subprocess.Popen(
             cmd, cwd=work, env=env, stdout=open(work / "snakemake.log", "w"), stderr=subprocess.STDOUT
         )
-        sampler = Sampler(proc.pid)
+        sampler = Sampler(proc.pid, JOB_SAMPLE_S)
         sampler.start()
         busy_during = []
         while proc.poll() is None:
@@ -209,6 +262,7 @@ def run_workflow(work: Path, root: Path, scale: float) -> dict:
         "peak_rss_sum": max(sampler.rss, default=0),
         "peak_anon_sum": sampler.peak["RssAnon"],
         "peak_file_sum": sampler.peak["RssFile"],
+        "jobs": sampler.jobs,
         "load": sampler.load,
         "server_cpu_s": server_cpu,
         "requests": [dataclasses.asdict(r) for r in requests],
@@ -369,9 +423,17 @@ def report_run(work: Path, root: Path, measured: dict) -> dict:
         f"{max(measured['load'], default=0):.1f}; hub server CPU {measured['server_cpu_s']:.0f} s"
     )
     print("other busy processes seen:", *(measured["others"] or ["none"]), sep="\n  ")
-    print(f"\n{'job':40s} {'wall s':>8s} {'CPU s':>8s} {'max RSS MB':>11s} {'max PSS MB':>11s}")
+    jobs = measured.get("jobs", {})
+    print(
+        f"\n{'job':32s} {'wall s':>7s} {'CPU s':>7s} {'max RSS MB':>11s} {'max PSS MB':>11s}   "
+        f"sampled every {JOB_SAMPLE_S} s: {'peak RSS MiB':>12s} {'anonymous':>9s} {'file-backed':>11s}"
+    )
     for r in rules:
-        print(f"{r['job']:40s} {r['s']:8.1f} {r['cpu_s']:8.1f} {r['max_rss_mb']:11.0f} {r['max_pss_mb']:11.0f}")
+        peak = {k: v / 2**20 for k, v in jobs.get(r["job"], dict.fromkeys(STATUS_FIELDS, 0)).items()}
+        print(
+            f"{r['job']:32s} {r['s']:7.1f} {r['cpu_s']:7.1f} {r['max_rss_mb']:11.0f} {r['max_pss_mb']:11.0f}   "
+            f"{'':>20s} {peak['VmRSS']:12,.0f} {peak['RssAnon']:9,.0f} {peak['RssFile']:11,.0f}"
+        )
     disk = {
         "cache": du(work / "cache"),
         "hf_home": du(work / "hf_home"),

@@ -1,42 +1,58 @@
-"""How long a training step waits for its batch: in the loop vs prefetched by a background thread.
+"""What each way of feeding batches costs a training loop: tokens/s as a share of the limit, per preset and loop style.
 
-A GPT-2-style model (examples/train_tiny.py's GPT: learned positions, pre-norm blocks, tied head; the
-defaults are GPT-2 small, 124 M parameters with a 50,304-id vocabulary) trains with AdamW on batches of
-MixedLoader(mode="epoch") over three synthetic pretrain sources (benchmarks/synthetic.py), placed on
---device by the readers (pinned memory and non-blocking copies on CUDA). Two contenders, each with its
-own loader and model, interleaved in rounds of --steps steps after --warmup steps each:
-  in-loop   `next(loader)`: the batch is gathered and copied when the step asks for it;
-  prefetch  `next(prefetch(loader, device, depth=2))`: a background thread keeps the next batches ready.
-Per step: wait = the time blocked in `next()`, step = from that call to the end of `loss.item()` (which
-waits for the GPU, as a loop that logs its loss does). Reported per contender: medians of wait and step,
-the wait share (median wait / median step, and total wait / total step), and tokens per second
-(B * T / median step); then the per-round ratio of median steps, prefetch / in-loop. The goal on a GPU:
-a wait under 1 % of the step at B=32, T=1024.
+One GPT (examples/train_tiny.py's: learned positions, pre-norm blocks, tied head) and one AdamW optimizer,
+shared by every contender (only the batch source differs), trains on three synthetic pretrain sources
+(benchmarks/synthetic.py) mixed 0.6/0.1/0.3 in epoch mode. Contenders, interleaved in every round:
+  limit       a pool of batches already on the device, cycled: no data path at all (the reference);
+  resident    MixedLoader with the caches resident on the device (`made_resident()`, the openers' resident=True);
+  in-loop     MixedLoader on the host (memory-mapped caches; pinned memory and non-blocking copies on CUDA);
+  prefetch    `prefetch(MixedLoader, device, depth=2)`: a background thread makes the next batches;
+  DataLoader  README's recipe: `DataLoader(MixedBatches, batch_size=None, num_workers=2, pin_memory=True)`, then
+              `batch.to(device, non_blocking=True)` (one buffer per batch) ;
+  nanoGPT     nanoGPT's `get_batch`: memmap re-opened, B slices stacked, pinned, non_blocking (the outside reference).
+Presets: `gpt2` (GPT-2 small: d=768, 12 layers, 12 heads, vocab 50,304, B=32, T=1024) and `small` (6 x 384,
+6 heads, vocab 16,004, B=64, T=256). Loop styles: `every` (the loss is read, `loss.item()`, every step: the
+host waits for the device each step) and `every N` (read once per --read-every steps). Per contender and
+round: --steps steps after the round's first step, timed from the first batch to the last loss read
+(device synchronized); tokens/s; the ratio to the limit's tokens/s in the same round. Reported: the median
+ratio over rounds (min, max), and the median main-thread time per batch spent getting it (`wait`: inside
+next() and the copy to the device). Goal on a GPU: >= 0.99 of the limit for every project path at both presets
+in both loop styles.
 
-    python -m benchmarks.bench_train_wait --device cuda --dtype bf16 --compile        # GPT-2 small, B=32 T=1024
-    python -m benchmarks.bench_train_wait --d 128 --layers 2 --heads 4 --vocab 16004 --B 8 --T 256   # a CPU
+    python -m benchmarks.bench_train_wait --device cuda --dtype bf16 --compile      # both presets, on a GPU
+    python -m benchmarks.bench_train_wait --preset small --rounds 3 --steps 5        # a CPU: waits only
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import statistics
 import tempfile
 import time
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import torch
+from torch.utils.data import DataLoader
 
 from benchmarks.synthetic import VOCAB, write_shards
-from benchmarks.timing import batch_arguments, spread
+from benchmarks.timing import spread
 from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
 from niels_gpt.training.loss import masked_cross_entropy
+from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.prefetch import prefetch
 
 MIX = {"fineweb_edu": 0.6, "gutenberg": 0.1, "wikitext": 0.3}
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_tiny.py"
+PRESETS = {  # d, layers, heads, vocab, B, T
+    "gpt2": (768, 12, 12, 50_304, 32, 1024),
+    "small": (384, 6, 6, 16_004, 64, 256),
+}
+POOL = 8  # batches the limit cycles through
 
 
 def gpt_class():
@@ -47,88 +63,155 @@ def gpt_class():
     return module.GPT
 
 
-class Trainer:
-    """One contender: its own model, optimizer and batches; `step()` -> (wait s, step s)."""
+def open_loader(root: str, *, T: int, resident: bool = False, device="cpu", **mixing) -> MixedLoader:
+    """MixedLoader over the synthetic sources in `root` (module level: DataLoader workers unpickle it)."""
+    sources = {name: PretrainTokenStreamDataset(Path(root) / name, T=T, device=device) for name in MIX}
+    loader = MixedLoader(sources, p=MIX, mode="epoch", **mixing)
+    return loader.made_resident() if resident else loader
 
-    def __init__(self, args, sources: dict, prefetched: bool):
+
+def nanogpt_batches(root: Path, B: int, T: int, device: torch.device):
+    paths = sorted((root / "fineweb_edu").glob("*.bin"))
+    g = torch.Generator().manual_seed(0)
+    while True:
+        data = np.memmap(paths[int(torch.randint(len(paths), (1,), generator=g))], dtype=np.uint16, mode="r")
+        ix = torch.randint(len(data) - T, (B,), generator=g)
+        x = torch.stack([torch.from_numpy(data[i : i + T].astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + T].astype(np.int64)) for i in ix])
+        if device.type == "cuda":
+            x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+        yield x, y
+
+
+def batch_sources(root: Path, B: int, T: int, device: torch.device) -> dict:
+    """{contender: an iterator of (x, y) on `device`}."""
+    kw = {"T": T, "B": B, "seed": 0}
+    host = open_loader(root, device=device, **kw)
+    pool = [(b.x.clone(), b.y.clone()) for b in (next(host) for _ in range(POOL))]
+
+    def cycle():
+        while True:
+            yield from pool
+
+    def xy(batches):
+        for b in batches:
+            yield b.x, b.y
+
+    def from_dicts(loader):
+        for batch in loader:
+            batch = batch.to(device, non_blocking=True) if hasattr(batch, "to") else batch
+            yield batch["input_ids"].to(device, non_blocking=True), batch["shift_labels"].to(device, non_blocking=True)
+
+    mix = MixedBatches(partial(open_loader, str(root), **kw))
+    dataloader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=device.type == "cuda")
+    return {
+        "limit": cycle(),
+        "resident": xy(open_loader(root, device=device, resident=True, **kw)),
+        "in-loop": xy(open_loader(root, device=device, **kw)),
+        "prefetch": xy(prefetch(open_loader(root, device=device, **kw), device, depth=2)),
+        "DataLoader": from_dicts(dataloader),
+        "nanoGPT": nanogpt_batches(root, B, T, device),
+    }
+
+
+class Loop:
+    """The shared model and optimizer; `run(batches, steps, read_every)` -> (seconds, main-thread waits)."""
+
+    def __init__(self, args, d, layers, heads, vocab, T):
         torch.manual_seed(0)
-        model = gpt_class()(args.vocab, args.T, args.d, args.layers, args.heads).to(args.device)
+        model = gpt_class()(vocab, T, d, layers, heads).to(args.device)
         self.params = sum(p.numel() for p in model.parameters())
         self.model = torch.compile(model) if args.compile else model
-        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.device == "cuda")
-        loader = MixedLoader(sources, p=MIX, B=args.B, seed=0, mode="epoch")
-        self.batches = prefetch(loader, args.device, depth=2) if prefetched else loader
-        device = torch.device(args.device).type
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=args.device.type == "cuda")
         bf16 = args.dtype == "bf16"
-        self.autocast = (lambda: torch.autocast(device, dtype=torch.bfloat16)) if bf16 else nullcontext
+        self.autocast = (lambda: torch.autocast(args.device.type, dtype=torch.bfloat16)) if bf16 else nullcontext
+        self.device = args.device
 
-    def step(self) -> tuple[float, float]:
-        start = time.perf_counter()
-        batch = next(self.batches)
-        got = time.perf_counter()
+    def step(self, x, y):
         with self.autocast():
-            loss = masked_cross_entropy(self.model(batch.x), batch.y)
+            loss = masked_cross_entropy(self.model(x), y)
         loss.backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
-        loss.item()
-        return got - start, time.perf_counter() - start
+        return loss
+
+    def sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def run(self, batches, steps: int, read_every: int) -> tuple[float, list[float]]:
+        self.step(*next(batches)).item()  # the round's first step: the source is warm, the device idle
+        self.sync()
+        waits = []
+        start = time.perf_counter()
+        for k in range(steps):
+            got = time.perf_counter()
+            x, y = next(batches)
+            waits.append(time.perf_counter() - got)
+            loss = self.step(x, y)
+            if (k + 1) % read_every == 0 or k + 1 == steps:
+                loss.item()
+        self.sync()
+        return time.perf_counter() - start, waits
 
 
-def report(name: str, waits: list[float], steps: list[float], tokens: int) -> None:
-    wait, step = statistics.median(waits), statistics.median(steps)
+def run_preset(name: str, root: Path, args) -> None:
+    d, layers, heads, vocab, B, T = PRESETS[name]
+    if args.B:
+        B = args.B
+    loop = Loop(args, d, layers, heads, max(vocab, VOCAB), T)
+    sources = batch_sources(root, B, T, args.device)
+    styles = {"every": 1, f"every {args.read_every}": args.read_every}
+    for batches in sources.values():  # warm up: compile, workers, page cache
+        for _ in range(args.warmup):
+            loop.step(*next(batches)).item()
     print(
-        f"{name:9s}: wait median {wait * 1e3:8.3f} ms (max {max(waits) * 1e3:.3f}) | step median {step * 1e3:9.2f} ms "
-        f"| wait share {wait / step:7.3%} median, {sum(waits) / sum(steps):7.3%} total | {tokens / step:,.0f} tokens/s"
+        f"\npreset {name}: GPT {loop.params / 1e6:.1f} M parameters (d={d}, {layers} layers, {heads} heads, vocab "
+        f"{max(vocab, VOCAB):,}), B={B} T={T}; {args.rounds} rounds x {args.steps} steps per contender and style"
     )
+    for style, read_every in styles.items():
+        rates = {n: [] for n in sources}
+        waits = {n: [] for n in sources}
+        for _ in range(args.rounds):
+            for n, batches in sources.items():
+                seconds, w = loop.run(batches, args.steps, read_every)
+                rates[n].append(B * T * args.steps / seconds)
+                waits[n].extend(w)
+        print(f"loss read {style}:")
+        for n in sources:
+            ratio = spread([r / lim for r, lim in zip(rates[n], rates["limit"])], ".3f")
+            print(
+                f"  {n:10s} {statistics.median(rates[n]):12,.0f} tokens/s  {ratio:>30s} of the limit | "
+                f"main-thread wait {statistics.median(waits[n]) * 1e6:8.1f} us/batch"
+            )
 
 
 def main() -> None:
-    ap = batch_arguments(__doc__, B=32, T=1024, rounds=5, seconds=None)
-    ap.add_argument("--steps", type=int, default=20, help="steps per contender per round (default 20)")
-    ap.add_argument("--warmup", type=int, default=5, help="untimed steps per contender first (default 5)")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", nargs="+", choices=sorted(PRESETS), default=["small", "gpt2"], help="default: both")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="default: cuda if any")
     ap.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast (default fp32)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (as GPU training would)")
-    ap.add_argument("--d", type=int, default=768, help="model width (default 768: GPT-2 small)")
-    ap.add_argument("--layers", type=int, default=12, help="blocks (default 12)")
-    ap.add_argument("--heads", type=int, default=12, help="attention heads (default 12)")
-    ap.add_argument("--vocab", type=int, default=50_304, help="vocabulary (default 50,304; ids drawn < 16,004)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--steps", type=int, default=40, help="timed steps per contender, style and round (default 40)")
+    ap.add_argument("--read-every", type=int, default=20, help="the second loop style reads the loss every N steps")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps per contender first (default 5)")
+    ap.add_argument("--B", type=int, default=None, help="override the preset's batch size (a CPU run: smaller)")
     ap.add_argument("--tokens", type=int, default=5_000_000, help="tokens per synthetic source (default 5M)")
     args = ap.parse_args()
-    if args.vocab < VOCAB:
-        ap.error(f"--vocab must be at least {VOCAB:,}: the synthetic ids go up to {VOCAB - 1:,}")
-    if args.device == "cuda":
+    args.device = torch.device(args.device)
+    if args.device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
+    print(
+        f"{args.device} ({torch.cuda.get_device_name() if args.device.type == 'cuda' else torch.get_num_threads()}"
+        f"{'' if args.device.type == 'cuda' else ' threads'}), torch {torch.__version__}, {args.dtype}"
+        f"{', compiled' if args.compile else ''}"
+    )
     with tempfile.TemporaryDirectory(prefix="bench_train_wait_") as tmp:
         for k, name in enumerate(MIX):
             write_shards(Path(tmp) / name, [args.tokens], seed=k)
-        sources = {name: PretrainTokenStreamDataset(Path(tmp) / name, T=args.T, device=args.device) for name in MIX}
-        trainers = {"in-loop": Trainer(args, sources, False), "prefetch": Trainer(args, sources, True)}
-        params = trainers["in-loop"].params
-        print(
-            f"{args.device} ({torch.cuda.get_device_name() if args.device == 'cuda' else torch.get_num_threads()}"
-            f"{'' if args.device == 'cuda' else ' threads'}), torch {torch.__version__}, {args.dtype}"
-            f"{', compiled' if args.compile else ''}; GPT {params / 1e6:.1f} M parameters (d={args.d}, "
-            f"{args.layers} layers, {args.heads} heads, vocab {args.vocab:,}); B={args.B} T={args.T}; "
-            f"{args.rounds} rounds x {args.steps} steps per contender after {args.warmup} warm-up steps"
-        )
-        for trainer in trainers.values():
-            for _ in range(args.warmup):
-                trainer.step()
-        times = {name: ([], []) for name in trainers}
-        round_steps = {name: [] for name in trainers}  # median step of each round
-        for _ in range(args.rounds):
-            for name, trainer in trainers.items():
-                waits, steps = zip(*(trainer.step() for _ in range(args.steps)))
-                times[name][0].extend(waits)
-                times[name][1].extend(steps)
-                round_steps[name].append(statistics.median(steps))
-        for name, (waits, steps) in times.items():
-            report(name, waits, steps, args.B * args.T)
-        per_round = [a / b for a, b in zip(round_steps["prefetch"], round_steps["in-loop"])]
-        print(f"step time prefetch / in-loop, per round: {spread(per_round)}")
-        trainers["prefetch"].batches.close()
+        for name in args.preset:
+            run_preset(name, Path(tmp), args)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
     python examples/train_tiny.py --cache cache --steps 200 --sft-steps 200 [--device cuda --dtype bf16] [--resume]
 
+What it writes goes under --out-dir (default {cache}/runs/train_tiny, inside the git-ignored cache
+folder): the checkpoint, {out-dir}/checkpoint.pt unless --checkpoint names another file.
+
 The model (0.1 M parameters plus 64 per vocabulary id: 1.1 M with the 16k tokenizer; --d, --layers,
 --heads make it bigger): token + learned position embeddings, pre-norm blocks of causal self-attention
 and an MLP, a tied output head. Packed SFT batches bring segment_ids and position_ids: attention stays
@@ -14,18 +17,21 @@ float32). The readers put batches on --device (pinned memory, non-blocking copie
 background thread keeps the next --prefetch batches ready (training.prefetch; 0: none).
 Pretraining mixes the built pretrain caches in proportion to their train tokens; fine-tuning mixes
 the SFT caches by --sft-mix (y_masked targets, the loader's ignore_index). Both read MixedLoader in
-epoch mode; the loss is training.loss.masked_cross_entropy. Every step prints the train loss; val loss
-(the mean over --eval-batches fixed batches of the val splits) is printed before each phase, every
---eval-every steps and at its end. The checkpoint (--checkpoint, saved every --save-every steps and at
-the end) holds the model, the optimizer, the phase and step, and the loader's state after the last
-batch trained on (the prefetcher's state_dict: not after the batches made ahead): --resume continues
-with the batches the uninterrupted run would have read (the same losses, on the same device).
+epoch mode; the loss is training.loss.masked_cross_entropy. Every step prints the train loss, the time
+of the step and the phase's ETA (from its mean step time so far); val loss (the mean over
+--eval-batches fixed batches of the val splits) is printed before each phase, every --eval-every steps
+and at its end. The checkpoint (saved every --save-every steps and at the end, each save printed with
+its path and step) holds the model, the optimizer, the phase and step, and the loader's state after the
+last batch trained on (the prefetcher's state_dict: not after the batches made ahead): --resume
+continues with the batches the uninterrupted run would have read (the same losses, on the same device).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -178,6 +184,26 @@ def batches_of(train: MixedLoader, args):
     return prefetch(train, args.device, depth=args.prefetch) if args.prefetch else nullcontext(train)
 
 
+def duration(seconds: float) -> str:
+    """A wall time as h:mm:ss, or m:ss under an hour."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def step_line(phase: str, step: int, steps: int, loss: float, step_s: float, mean_s: float) -> str:
+    """`pretrain step 3/24: train loss 4.123456 | 85 ms/step, ETA 0:02`: the ETA of the rest of the phase
+    at its mean step time so far (evaluations and checkpoints not counted)."""
+    timing = f"{step_s * 1000:.0f} ms/step, ETA {duration(mean_s * (steps - step))}"
+    return f"{phase} step {step}/{steps}: train loss {loss:.6f} | {timing}"
+
+
+def checkpoint_path(args) -> str:
+    """--checkpoint, else checkpoint.pt in --out-dir (default: {cache}/runs/train_tiny)."""
+    out_dir = args.out_dir or os.path.join(args.cache, "runs", "train_tiny")
+    return args.checkpoint or os.path.join(out_dir, "checkpoint.pt")
+
+
 @torch.no_grad()
 def val_loss(model: GPT, val: MixedLoader, batches: int, autocast) -> float:
     model.eval()
@@ -205,11 +231,13 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--eval-batches", type=int, default=4)
     ap.add_argument("--save-every", type=int, default=100)
-    ap.add_argument("--checkpoint", default="checkpoints/train_tiny.pt")
-    ap.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    ap.add_argument("--out-dir", default=None, help="where the run writes (default: {cache}/runs/train_tiny)")
+    ap.add_argument("--checkpoint", default=None, help="checkpoint file (default: {out-dir}/checkpoint.pt)")
+    ap.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     args = ap.parse_args(argv)
     if args.prefetch < 0:
         ap.error(f"--prefetch must be >= 0, got {args.prefetch}")
+    checkpoint = checkpoint_path(args)
     torch.manual_seed(args.seed)
     tok = SentencePieceTokenizer(layout.tokenizer_model(args.cache))
     attention = attention_kind(args.attention, args.device)
@@ -218,7 +246,8 @@ def main(argv=None) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     start = {"phase": 0, "step": 0, "loader": None}
     if args.resume:
-        start = torch.load(args.checkpoint, map_location=args.device, weights_only=True)
+        start = torch.load(checkpoint, map_location=args.device, weights_only=True)
+        print(f"resuming from {checkpoint} ({('pretrain', 'sft')[start['phase']]} step {start['step']})")
         model.load_state_dict(start["model"])
         opt.load_state_dict(start["optimizer"])
     for index, (phase, steps) in enumerate((("pretrain", args.steps), ("sft", args.sft_steps))):
@@ -230,21 +259,27 @@ def main(argv=None) -> None:
             train.load_state_dict(start["loader"])
         else:
             print(f"{phase} val loss {val_loss(model, val, args.eval_batches, autocast):.4f} (after 0 steps)")
+        trained_s = 0.0  # the wall time of this phase's steps so far (for the ETA)
         with batches_of(train, args) as batches:
             for step in range(first + 1, steps + 1):
+                started = time.perf_counter()
                 loss = loss_of(model, next(batches), train, autocast)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-                print(f"{phase} step {step}: train loss {loss.item():.6f}")
+                value = loss.item()  # waits for the step (on CUDA too), so the time below is the step's
+                step_s = time.perf_counter() - started
+                trained_s += step_s
+                print(step_line(phase, step, steps, value, step_s, trained_s / (step - first)), flush=True)
                 if step % args.eval_every == 0 or step == steps:
                     print(
                         f"{phase} val loss {val_loss(model, val, args.eval_batches, autocast):.4f} (after {step} steps)"
                     )
                 if step % args.save_every == 0 or step == steps:
                     state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "phase": index, "step": step}
-                    with atomic_open(args.checkpoint) as f:  # a killed run leaves the previous checkpoint whole
+                    with atomic_open(checkpoint) as f:  # a killed run leaves the previous checkpoint whole
                         torch.save({**state, "loader": batches.state_dict()}, f)
+                    print(f"checkpoint: {checkpoint} ({phase} step {step}/{steps})", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from niels_gpt.data.hub import DataFiles, HubRead, iter_rows, open_dataset
+from niels_gpt.data.hub import iter_rows, open_dataset
 from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.types import ChatMessage, ChatSample
 
 DATASET_ID = "databricks/databricks-dolly-15k"
@@ -48,18 +49,15 @@ def iter_dolly_sft(
     shuffle: bool = True,
     take: int | None = None,
     include_system: bool = False,
-    dataset_id: str = DATASET_ID,
-    revision: str | None = None,
-    data_files: DataFiles | None = None,
-    provenance: dict | None = None,
     read: HubRead | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[ChatSample]:
     """ChatSamples in row order, or in seeded torch.randperm order with shuffle=True; at most `take`.
 
-    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
-    instead of the keywords but `include_system` and `provenance`.
+    `split`, `seed`, `shuffle` and `take` describe a read of the hub dataset; `read` (a HubRead: what the
+    registry passes, or a test's local `data_files`) replaces them all.
     """
-    read = read or HubRead.from_keywords(locals())
+    read = read or HubRead(DATASET_ID, split=split, seed=seed, shuffle=shuffle, take=take)
     ds = open_dataset(read, provenance)
     if provenance is not None:
         provenance.update({"shuffle": read.shuffle, "seed": read.seed, "num_rows": len(ds)})

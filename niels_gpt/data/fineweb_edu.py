@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from niels_gpt.data.hub import DataFiles, HubRead
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
 
@@ -27,20 +27,17 @@ def iter_fineweb_edu(
     shuffle_buffer_size: int = 10_000,
     seed: int = 42,
     take: int | None = None,
-    dataset_id: str = DATASET_ID,
-    revision: str | None = None,
-    data_files: DataFiles | None = None,
-    provenance: dict | None = None,
-    num_parts: int = 1,
-    part: int = 0,
     read: HubRead | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="fineweb_edu", meta={index, id, url, dump}) in stream order.
 
-    `data_files` (e.g. {split: glob}) reads local parquet files in the hub schema instead of the hub.
-    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
-    instead of the other keywords but `provenance`. `provenance` (a dict) is filled with what was
-    read, revision included, once the data is opened.
+    The keywords describe a read of the hub dataset; `read` (a HubRead: what the registry passes, or a
+    test's local `data_files`, revision, part of N) replaces them all. `provenance` (a dict) is filled
+    with what was read, revision included, once the data is opened.
     """
-    read = read or HubRead.from_keywords(locals(), config="name")
+    read = read or HubRead(
+        DATASET_ID, name, split=split, streaming=streaming, shuffle=shuffle,
+        shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take,
+    )  # fmt: skip
     yield from iter_hub_text_samples(read, source=SOURCE, meta_fields=META_FIELDS, provenance=provenance)

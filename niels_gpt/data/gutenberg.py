@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import replace
 
-from niels_gpt.data.hub import DataFiles, HubRead
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.text_fields import iter_hub_text_samples
 from niels_gpt.data.types import PretrainSample
 
@@ -120,21 +120,19 @@ def iter_gutenberg(
     shuffle_buffer_size: int = 10_000,
     seed: int = 42,
     take: int | None = None,
-    config: str | None = None,
-    revision: str | None = None,
-    data_files: DataFiles | None = None,
-    provenance: dict | None = None,
-    num_parts: int = 1,
-    part: int = 0,
     strip_boilerplate: bool = True,
     read: HubRead | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[PretrainSample]:
     """PretrainSample(text, source="gutenberg", meta={index, id/title if present}) in stream order.
 
-    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
-    instead of the keywords from `dataset_id` to `part` but `provenance`.
+    The keywords from `dataset_id` to `take` describe a read of the hub dataset; `read` (a HubRead: what
+    the registry passes, or a test's local `data_files`, revision, part of N) replaces them all.
     """
-    read = read or HubRead.from_keywords(locals())
+    read = read or HubRead(
+        dataset_id, split=split, streaming=streaming, shuffle=shuffle,
+        shuffle_buffer_size=shuffle_buffer_size, seed=seed, take=take,
+    )  # fmt: skip
     samples = iter_hub_text_samples(read, source=SOURCE, meta_fields=META_FIELDS, provenance=provenance)
     if not strip_boilerplate:
         yield from samples

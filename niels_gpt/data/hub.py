@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from niels_gpt.data import retry
+from niels_gpt.data import resumable, retry, stream_files
 from niels_gpt.data.local_files import open_local
 from niels_gpt.data.source import (  # noqa: F401 (DataFiles, unavailable: the loaders' names, read from here)
     DEMO_HINT,
@@ -82,8 +82,10 @@ def _ask(call, *args, **kwargs):
 def _missing_dataset_or_revision(read: HubRead, exc: BaseException) -> HubDatasetError:
     import datasets
     from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
-    if read.revision is not None and f"Revision '{read.revision}'" in str(exc):
+    chain = list(retry.cause_chain(exc))
+    if read.revision is not None and any(isinstance(e, RevisionNotFoundError) for e in chain):
         head = _ask(lambda: HfApi().dataset_info(read.dataset_id, timeout=30).sha)
         pin = (
             f"its default branch is at commit {head}: pin it with `revision: {head}`"
@@ -94,7 +96,7 @@ def _missing_dataset_or_revision(read: HubRead, exc: BaseException) -> HubDatase
             f"hub dataset {read.dataset_id!r} has no revision {read.revision!r} (a branch, tag or commit sha); "
             f"{pin} in the source's section of config.yaml, or set `revision: null` to read the default branch"
         )
-    if "gated" in str(exc):
+    if any(isinstance(e, GatedRepoError) for e in chain):
         return HubDatasetError(
             f"hub dataset {read.dataset_id!r} is gated: accept its terms on the hub, then log in "
             "(`hf auth login`, or set HF_TOKEN)"
@@ -152,7 +154,7 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
     prov.update({"local": False, "revision_requested": read.revision, "revision": None})
     retry.configure(read.retry)
     try:
-        ds = retry.call(lambda: _load(read), what="load_dataset", policy=read.retry)
+        ds, files = retry.call(lambda: _load(read), what="load_dataset", policy=read.retry)
     except Exception as e:
         if retry.classify(e) != retry.PERMANENT or isinstance(e, retry.RetriesExhausted):
             raise unavailable(read.dataset_id, read.config, e) from e
@@ -160,7 +162,8 @@ def open_dataset(read: HubRead, provenance: dict | None = None):
         if missing is not None:
             raise missing from e
         raise
-    prov.update(resolved_revision(ds, read.dataset_id))
+    stream_files.register(ds, files)
+    prov.update(resolved_revision(ds, files))
     return ds
 
 
@@ -180,9 +183,10 @@ class _FallbackSeen(logging.Handler):
         self.seen = self.seen or record.getMessage().startswith(_FALLBACK_WARNING)
 
 
-def _load(read: HubRead):
-    """One `load_dataset` try. On any hub error datasets silently uses the newest cached copy, whatever
-    its revision: unless offline mode asks for that, such a fall-back is a failed try (retried)."""
+def _load(read: HubRead) -> tuple[Any, list[str] | None]:
+    """One `load_dataset` try: (the dataset, a streamed one's resolved data files). On any hub error
+    datasets silently uses the newest cached copy, whatever its revision: unless offline mode asks for
+    that, such a fall-back is a failed try (retried; unreachable if the hub's name did not resolve)."""
     import datasets
 
     seen = _FallbackSeen()
@@ -190,36 +194,27 @@ def _load(read: HubRead):
     logger = logging.getLogger("datasets.load")
     logger.addHandler(seen)
     try:
-        ds = datasets.load_dataset(
-            read.dataset_id, read.config, split=read.split, streaming=read.streaming, revision=read.revision
-        )
+        if read.streaming:  # what load_dataset(streaming=True) does, keeping the builder's resolved files
+            builder = datasets.load_dataset_builder(read.dataset_id, read.config, revision=read.revision)
+            ds = builder.as_streaming_dataset(split=read.split)
+            files = (builder.config.data_files or {}).get(read.split)
+        else:
+            ds = datasets.load_dataset(read.dataset_id, read.config, split=read.split, revision=read.revision)
+            files = None
     finally:
         logger.removeHandler(seen)
     if seen.seen and not datasets.config.HF_HUB_OFFLINE:
         raise CachedFallbackError(
             f"the hub did not answer for {read.dataset_id!r} and datasets fell back to its cached copy (of any "
             "revision); set HF_HUB_OFFLINE=1 to build from the cached copy on purpose"
-        )
-    return ds
+        ) from retry.take_unreachable()
+    return ds, (list(map(str, files)) if files is not None else None)
 
 
-def _ex_iterable_strings(ex_iterable: Any, depth: int = 0) -> Iterator[str]:
-    """Every string in the generator kwargs of a streamed dataset's iterable chain (its data file URLs)."""
-    if ex_iterable is None or depth > 20:
-        return
-    for value in (getattr(ex_iterable, "kwargs", None) or {}).values():
-        items = value if isinstance(value, (list, tuple)) else [value]
-        for item in items:
-            if isinstance(item, str):
-                yield item
-    yield from _ex_iterable_strings(getattr(ex_iterable, "ex_iterable", None), depth + 1)
-    for child in getattr(ex_iterable, "ex_iterables", None) or []:
-        yield from _ex_iterable_strings(child, depth + 1)
-
-
-def resolved_revision(ds: Any, dataset_id: str) -> dict:
-    """{"revision": sha or None, "revision_from": where it was read} for a dataset opened from the hub."""
-    for url in _ex_iterable_strings(getattr(ds, "_ex_iterable", None)):
+def resolved_revision(ds: Any, files: list[str] | None = None) -> dict:
+    """{"revision": sha or None, "revision_from": where it was read} for a dataset opened from the hub: the
+    commit in a streamed dataset's resolved data file URLs, or in a prepared one's Arrow cache path."""
+    for url in files or []:
         m = _HF_URL_REVISION.search(url)
         if m:
             return {"revision": m.group("sha"), "revision_from": "data file urls", "revision_repo": m.group("repo")}
@@ -259,17 +254,14 @@ def shard_parts(ds: Any, read: HubRead, provenance: dict | None = None) -> Any:
     if provenance is not None:
         provenance.update({"num_parts": num_parts, "part": part, "data_shards_total": n_files})
         if n_files is not None:
-            provenance["part_data_files"] = _part_files(shard, provenance)
+            provenance["part_data_files"] = _part_files(ds, read)
     return shard
 
 
-def _part_files(shard: Any, provenance: dict) -> list[str]:
-    """The data files a streamed part reads: local ones as provenance lists them, hub ones as URLs."""
-    named = list(_ex_iterable_strings(getattr(shard, "_ex_iterable", None)))
-    if provenance.get("local"):
-        mine = {os.path.abspath(n) for n in named}
-        return [f["path"] for f in provenance.get("data_files", []) if os.path.abspath(f["path"]) in mine]
-    return [n for n in named if "://" in n]
+def _part_files(ds: Any, read: HubRead) -> list[str] | None:
+    """The data files a streamed part reads (local paths or hub URLs); None for a stream not read here."""
+    source = stream_files.files_of(ds)
+    return None if source is None else stream_files.part_files(list(source.files), read.num_parts, read.part)
 
 
 def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterator[tuple[int, dict]]:
@@ -284,7 +276,7 @@ def _rows_in_order(ds: Any, order: list[int], batch: int = ROW_BATCH) -> Iterato
 
 class RowMapper(Protocol):
     """What a reader makes of a dataset's rows, one at a time (`row`: a dict as datasets hands it out)
-    or a streamed block at once (`block`: resumable.Block), and the columns it needs (`columns`, from
+    or a streamed block at once (`block`: stream_files.Block), and the columns it needs (`columns`, from
     the features; None: all). `block(b)` must equal `[row(r) for r in b.rows()]` (the rows of the
     needed columns), so a stream read either way yields the same."""
 
@@ -316,13 +308,11 @@ def iter_rows(
     """
     from datasets import IterableDataset
 
-    from niels_gpt.data import resumable
-
-    ds = shard_parts(ds, read, provenance)
+    whole, ds = ds, shard_parts(ds, read, provenance)
     if isinstance(ds, IterableDataset):
-        _record_libraries(read, provenance, resumable.supports(ds))
-    if resumable.supports(ds):
-        rows = resumable.stream_rows(ds, read, _stream_identity(provenance), mapper)
+        _record_libraries(read, provenance, stream_files.supports(whole))
+    if stream_files.supports(whole):  # the part is taken by the stream itself, from the whole's files
+        rows = resumable.stream_rows(whole, read, _stream_identity(provenance), mapper)
     else:
         if read.shuffle and not isinstance(ds, IterableDataset):
             rows = _rows_in_order(ds, row_order(len(ds), shuffle=True, seed=read.seed)[: read.take])
@@ -358,16 +348,13 @@ def stream_failed(read: HubRead, exc: BaseException, rows: int) -> SourceUnavail
 _announced: set[str] = set()  # the resume notes already logged by this process
 
 
-def _record_libraries(read: HubRead, provenance: dict | None, resumable: bool) -> None:
+def _record_libraries(read: HubRead, provenance: dict | None, readable: bool) -> None:
     """Record in `provenance` the datasets / huggingface_hub releases a stream is read with and, where
     mid-stream resume is not available, say so (logged once per process)."""
-    from niels_gpt.data.resumable import library_versions, resume_note
     from niels_gpt.log import log
 
-    versions = library_versions()
-    note = resume_note(versions)
-    if note is None and not resumable:
-        note = "mid-stream resume is not available for this input (datasets reads it itself)"
+    versions = stream_files.library_versions()
+    note = stream_files.resume_note(readable)
     if provenance is not None:
         provenance["libraries"] = versions
         provenance["resume"] = note or "available"

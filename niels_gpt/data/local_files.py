@@ -10,6 +10,7 @@ only some have, a nested column that is all-null in one file) are read with the 
 from __future__ import annotations
 
 from niels_gpt.data.source import HubRead, builder_for, data_files_by_split, expand_data_files
+from niels_gpt.data.stream_files import register
 from niels_gpt.hashing import sha256_file
 
 
@@ -59,6 +60,9 @@ def open_local(read: HubRead, provenance: dict):
         }
     )
     features = unified_parquet_features(files) if builders[0] == "parquet" else None
-    return datasets.load_dataset(
+    ds = datasets.load_dataset(
         builders[0], data_files={read.split: files}, split=read.split, streaming=read.streaming, features=features
     )
+    if read.streaming:
+        register(ds, files)
+    return ds

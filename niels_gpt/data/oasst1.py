@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from niels_gpt.data.hub import DataFiles, HubRead, iter_rows, open_dataset, row_order
+from niels_gpt.data.hub import iter_rows, open_dataset, row_order
 from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.types import ChatMessage, ChatSample
 
 DATASET_ID = "OpenAssistant/oasst1"
@@ -134,19 +135,16 @@ def iter_oasst1_sft(
     take_trees: int | None = None,
     english_only: bool = True,
     max_messages: int = 32,
-    dataset_id: str = DATASET_ID,
-    revision: str | None = None,
-    data_files: DataFiles | None = None,
-    provenance: dict | None = None,
     read: HubRead | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[ChatSample]:
     """Threads of `split`, tree by tree (at most `take_trees` trees). Reads the whole split (~85k rows).
 
-    `read` (a HubRead, what the registry passes) holds the hub options at once; given, it is used
-    instead of `split`, `seed`, `dataset_id`, `revision` and `data_files`. Its rows are read whole and
-    in order (trees are shuffled and taken, not rows): a read with `shuffle` or `take` is refused.
+    `split` and `seed` describe a read of the hub dataset; `read` (a HubRead: what the registry passes,
+    or a test's local `data_files`) replaces them. Its rows are read whole and in order (trees are
+    shuffled and taken, not rows): a read with `shuffle` or `take` is refused.
     """
-    read = read or HubRead.from_keywords(locals())
+    read = read or HubRead(DATASET_ID, split=split, seed=seed)
     if read.shuffle or read.take is not None:
         raise ValueError(
             "oasst1 reads every row to rebuild its trees; shuffle and take trees with shuffle_trees/take_trees"

@@ -128,10 +128,13 @@ def _static_provenance(cfg: dict, source: str, read: HubRead) -> dict:
     return prov
 
 
-def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0) -> PretrainInput:
+def pretrain_input(
+    cfg: dict, source: str, *, num_parts: int = 1, part: int = 0, position: object = None
+) -> PretrainInput:
     """The lazy input of a pretrain source. Resolved details (revision actually read, local files and
     their sha256) land in provenance["stream"] or provenance["train"] / ["val"] while iterating.
-    `num_parts` > 1 (STREAMED_SOURCES only): part `part` of the stream, disjoint from the other parts."""
+    `num_parts` > 1 (STREAMED_SOURCES only): part `part` of the stream, disjoint from the other parts.
+    `position` (a resumable.StreamPosition, STREAMED_SOURCES): where a resumed build's stream starts."""
     _check(source, PRETRAIN_SOURCES, "pretrain ")
     if num_parts != 1 and source not in STREAMED_SOURCES:
         raise ValueError(
@@ -140,7 +143,7 @@ def pretrain_input(cfg: dict, source: str, *, num_parts: int = 1, part: int = 0)
         )
     if source in STREAMED_SOURCES:
         s = cfg["sources"][source]
-        read = replace(hub_read(cfg, source), num_parts=num_parts, part=part)
+        read = replace(hub_read(cfg, source), num_parts=num_parts, part=part, position=position)
         prov = _static_provenance(cfg, source, read)
         prov.update(
             {"split": s["split"], "streaming": True, "shuffle_buffer": s["shuffle_buffer"], "seed": cfg["seed"]}

@@ -1,56 +1,45 @@
 """A streamed dataset read in `IterableDataset.shuffle(seed, buffer_size)` order that can stop and go on.
 
-`ShuffledStream(ds, read)` yields what iterating `ds.shuffle(seed=read.seed, buffer_size=...)` (or `ds`,
-unshuffled) yields, as (index, row) pairs, at most `read.take` - from its own copy of datasets 5.2's
-shuffle, so that its position can be saved (`state()`), a later stream can start there (`start=`), and a
-read that fails is re-opened where it stopped instead of at the first row:
+`ShuffledStream(ds, read)` yields, as (index, row) pairs, at most `read.take`, the rows datasets 5.2
+yields for `ds.shard(num_shards=N, index=k, contiguous=True).shuffle(seed=read.seed, buffer_size=...)`
+(or unshuffled), read with public APIs only (the data files and features `hub.open_dataset` resolved,
+`HfFileSystem`, pyarrow) - so that the order is the same on every supported datasets release, its
+position can be saved (`state()`), a later stream can start there (`start=`), and a read that fails is
+re-opened where it stopped instead of at the first row. The order (datasets 5.2's documented shuffle):
 
-1. files: datasets' shard order, `shuffle_data_sources(numpy.random.default_rng(seed))`;
-2. G = min(files, MAX_INPUT_SHARDS) groups of consecutive files (datasets' contiguous split); a group is
-   read as tables of B = max(1, buffer_size // MAX_INPUT_SHARDS) rows: rows [0, B), [B, 2B) ... of its
-   files in order, the last one shorter; each group's next table is fetched ahead in a thread;
-3. tables are taken from the groups in turn, a finished group skipped;
-4. the buffer: tables are appended; once it holds n >= buffer_size rows, rng.permutation(n) orders them,
+1. part k of N: the files' contiguous block k (the first len % N blocks one file longer);
+2. files: permuted by `numpy.random.default_rng(seed).shuffle` of their indices;
+3. G = min(files, MAX_INPUT_SHARDS) contiguous groups of files; a group is read as tables of
+   B = max(1, buffer_size // MAX_INPUT_SHARDS) rows: rows [0, B), [B, 2B) ... of its files in order, the
+   last one shorter; each group's next table is fetched ahead in a thread;
+4. tables are taken from the groups in turn, a finished group skipped;
+5. the buffer: tables are appended; once it holds n >= buffer_size rows, rng.permutation(n) orders them,
    the first n - buffer_size // 2 are yielded and the rest kept; at the end the rest, permuted;
    rng = default_rng(seed). Unshuffled: the files in order as one group, no buffer.
 
-Reading: a plain parquet file (datasets' Parquet builder, no filters, columns or scan options of its own)
-is read here, a row group at a time, by `pyarrow.parquet.ParquetFile` without pre-buffering and without
-Arrow's threads, and cast as the builder casts it; other formats by the builder's own generator.
-`columns` keeps only those columns (a parquet file's other column chunks are not fetched). The rows of
-each block (a table taken from the buffer) are formatted together: as datasets hands them out (dicts),
-or as a `mapper` makes them of the whole block (hub.RowMapper).
+Reading (stream_files.py): a parquet file a row group at a time, only `columns`; the rows of each block
+(a table taken from the buffer) as datasets hands them out, or as a `mapper` makes them of the whole
+block (hub.RowMapper). A stream of other files (json) is read by datasets itself: its order, no resume.
 
 A position (`state()`): JSON (per group the file and row reached and whether it is done, the turn, the
 rows yielded, the rng state) and one Arrow table: the rows of the current block not yet yielded, then the
 buffer. A file re-opened at row r starts at the parquet row group holding r (that row group is read
-again, earlier ones are not; other formats re-read the file up to r). A failed read is retried by
-re-opening its group at its position (`read.retry`, retry.py); once the policy gives up,
-`StreamUnavailable` names the rows read. Another datasets version, or a dataset that is not a plain
-streamed one, is read by datasets itself (`supports`).
+again, earlier ones are not). A failed read is retried by re-opening its group at its position
+(`read.retry`, retry.py); once the policy gives up, `StreamUnavailable` names the rows read.
 """
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from niels_gpt.data import retry
 from niels_gpt.data.source import HubRead, SourceUnavailableError
+from niels_gpt.data.stream_files import Block, ParquetReader, files_of, part_files, shuffled_files
 
-# The datasets releases a streamed build is tested with (pyproject.toml states the same range). On 5.2.x the
-# stream is read here (its order is datasets' own: a test compares them) and resumes mid-stream; on the
-# others of the range datasets reads it itself: its own shuffle order, retried but not resumable (said
-# once in the log and in meta.json: `resume_note`).
-SUPPORTED_DATASETS = ">=4.8,<5.3"
 MAX_INPUT_SHARDS = 10  # IterableDataset.shuffle's max_buffer_input_shards default: files read at once
-REPRODUCED_DATASETS = "5.2."  # the datasets release whose shuffle this copies (a test compares the orders)
 UNSHUFFLED_TABLE_ROWS = 1_000  # rows per table of an unshuffled stream (any size gives the same rows)
 STATE_FORMAT = 2  # bump when `state()` changes meaning (2: the buffer holds only the columns read)
 
@@ -67,39 +56,6 @@ class StaleStreamState(ValueError):
     """A saved position that belongs to another stream (other files, seed, buffer or revision)."""
 
 
-def library_versions() -> dict[str, str]:
-    """The datasets and huggingface_hub releases installed (what a stream is read with)."""
-    from importlib.metadata import version
-
-    return {name: version(name) for name in ("datasets", "huggingface_hub")}
-
-
-def resume_note(versions: dict[str, str]) -> str | None:
-    """None where mid-stream resume is available, else why not (one line, for the log and meta.json)."""
-    if versions["datasets"].startswith(REPRODUCED_DATASETS):
-        return None
-    return (
-        f"mid-stream resume is not available with datasets {versions['datasets']} (it needs datasets "
-        f"{REPRODUCED_DATASETS}x): datasets reads the stream itself, in its own shuffle order; a build the hub "
-        "stops starts again from the first row"
-    )
-
-
-def supports(ds: Any) -> bool:
-    """True if `ds` is a plain streamed dataset this module reads exactly as datasets does."""
-    import datasets
-    from datasets.iterable_dataset import ArrowExamplesIterable, IterableDataset
-
-    return (
-        datasets.__version__.startswith(REPRODUCED_DATASETS)
-        and isinstance(ds, IterableDataset)
-        and type(ds._ex_iterable) is ArrowExamplesIterable
-        and ds._formatting is None
-        and ds._distributed is None
-        and not int(ds.epoch)
-    )
-
-
 @dataclass
 class _Pos:
     file: int = 0  # index in the group's files
@@ -111,19 +67,15 @@ class _Group:
     """Consecutive files read as tables of `size` rows; `pos` is what the stream has consumed, the read
     cursor may be ahead of it (`fetch` runs in a thread, one at a time per group)."""
 
-    def __init__(self, ex_iterable: Any, size: int, columns: list[str] | None = None):
-        from datasets.utils.sharding import _split_gen_kwargs
-
-        self.generate = ex_iterable.generate_tables_fn
-        self.files = _split_gen_kwargs(ex_iterable.kwargs, max_num_jobs=ex_iterable.num_shards)
+    def __init__(self, files: list[str], size: int, reader: ParquetReader):
+        self.files = files
         self.size = size
-        self.columns = columns
-        self.parquet = _ParquetReader.of(self.generate, columns)
+        self.parquet = reader
         self.pos = _Pos()
         self.reset()
 
     def names(self) -> list[str]:
-        return [str(kw["files"][0]) if "files" in kw else repr(sorted(kw)) for kw in self.files]
+        return list(self.files)
 
     def reset(self) -> None:
         """Drop what was read ahead: the next fetch starts at `pos`."""
@@ -172,91 +124,7 @@ class _Group:
         return None
 
     def _open(self, k: int, row: int) -> Iterator:
-        if self.parquet is not None:
-            return self.parquet.tables(self.files[k], row)
-        tables = (table for _, table in self.generate(**self.files[k]))
-        if self.columns is not None:
-            tables = (table.select([c for c in self.columns if c in table.column_names]) for table in tables)
-        return _skipped(tables, row)
-
-
-def _skipped(tables: Iterator, rows: int) -> Iterator:
-    for table in tables:
-        if rows >= table.num_rows:
-            rows -= table.num_rows
-            continue
-        yield table.slice(rows) if rows else table
-        rows = 0
-
-
-class _ParquetReader:
-    """The tables of datasets' Parquet builder, read here: `ParquetFile` without pre-buffering (a row
-    group's column chunks are fetched when it is decoded, not every range of the file at once) and
-    without Arrow's thread pool (decoded in the calling thread: no read is left running when the
-    iteration stops), only `columns`, cast to the builder's features as its `_cast_table` casts."""
-
-    def __init__(self, builder: Any, columns: list[str] | None):
-        from datasets import Features
-
-        self.open = getattr(sys.modules[type(builder).__module__], "open", open)  # datasets' streaming open
-        features = builder.info.features
-        if features is not None and columns is not None:
-            features = Features({name: features[name] for name in columns if name in features})
-        self.schema = features.arrow_schema if features is not None else None
-        self.columns = columns
-
-    @classmethod
-    def of(cls, generate: Any, columns: list[str] | None) -> _ParquetReader | None:
-        """A reader for `generate` if it is the Parquet builder's plain read (no filters, columns or
-        scan options set), else None."""
-        from datasets.packaged_modules.parquet.parquet import Parquet
-
-        builder = getattr(generate, "__self__", None)  # a hub dataset's builder is a subclass named after it
-        if not isinstance(builder, Parquet) or getattr(generate, "__name__", None) != "_generate_tables":
-            return None
-        config = builder.config
-        if any(getattr(config, key, None) is not None for key in ("filters", "columns", "fragment_scan_options")):
-            return None
-        return cls(builder, columns)
-
-    def tables(self, kwargs: dict, row: int) -> Iterator:
-        """The tables of the one file in `kwargs` (its `row_groups_list` if any), from row `row` on: the
-        row group holding that row is read and cut, the ones before it are skipped (its footer says
-        where they start)."""
-        import pyarrow.parquet as pq
-        from datasets.table import table_cast
-
-        with self.open(kwargs["files"][0], "rb") as f:
-            parquet = pq.ParquetFile(f, pre_buffer=False)
-            groups = kwargs.get("row_groups_list", [None])[0]
-            for g in range(parquet.num_row_groups) if groups is None else groups:
-                n = parquet.metadata.row_group(g).num_rows
-                if row >= n:
-                    row -= n
-                    continue
-                table = parquet.read_row_group(g, columns=self.columns, use_threads=False)
-                if self.schema is not None:
-                    table = table_cast(table, self.schema)
-                yield table.slice(row) if row else table
-                row = 0
-
-
-class Block:
-    """The rows of one block of a stream: `table` (Arrow, cast to the stream's features) as datasets
-    hands them out, all of them (`rows`, dicts) or one column's values (`column`)."""
-
-    __slots__ = ("table", "_formatter")
-
-    def __init__(self, table: Any, formatter: Any):
-        self.table, self._formatter = table, formatter
-
-    def rows(self) -> list[dict]:
-        batch = self._formatter.format_batch(self.table)
-        names = list(batch)
-        return [{name: batch[name][i] for name in names} for i in range(self.table.num_rows)]
-
-    def column(self, name: str) -> list:
-        return self._formatter.format_column(self.table.select([name]))
+        return self.parquet.tables(self.files[k], row)
 
 
 _END = object()  # the end of a stream, where a row is expected
@@ -280,25 +148,29 @@ class ShuffledStream:
     ):
         import numpy as np
 
-        base = ds._ex_iterable
+        source = files_of(ds)
+        if source is None:
+            raise ValueError("not a stream of parquet files opened by hub.open_dataset (stream_files.supports)")
         self.read, self.policy = read, read.retry
         self.take = read.take
         self.mapper = mapper
+        features = source.features
+        if features is not None and columns is not None:
+            from datasets import Features
+
+            features = Features({name: features[name] for name in columns if name in features})
+        self._features = features
+        reader = ParquetReader(source.features, columns)
+        files = part_files(list(source.files), read.num_parts, read.part)
         if read.shuffle:
-            source = base.shuffle_data_sources(np.random.default_rng(read.seed))
-            n = min(source.num_shards, MAX_INPUT_SHARDS)
+            files = shuffled_files(files, read.seed)
+            n = min(len(files), MAX_INPUT_SHARDS)
             size = max(1, read.shuffle_buffer_size // MAX_INPUT_SHARDS)
-            self.groups = [_Group(source.shard_data_sources(n, i), size, columns) for i in range(n)]
+            self.groups = [_Group(part_files(files, n, i), size, reader) for i in range(n)]
             self._rng = np.random.default_rng(read.seed)
         else:
-            self.groups = [_Group(base, UNSHUFFLED_TABLE_ROWS, columns)] if base.num_shards else []
+            self.groups = [_Group(files, UNSHUFFLED_TABLE_ROWS, reader)] if files else []
             self._rng = None
-        # datasets' own parquet reads can leave Arrow's threads reading a Python file object after the
-        # interpreter began to exit (an open Arrow bug: a crash or a hang at exit); the reads here use no
-        # Arrow thread, so only a group read by the builder's generator waits
-        self._sleep_at_end = bool(getattr(base, "sleep_on_threads_shutdown", False)) and any(
-            g.parquet is None for g in self.groups
-        )
         self.identity = {
             "format": STATE_FORMAT,
             "files": [g.names() for g in self.groups],
@@ -309,17 +181,6 @@ class ShuffledStream:
             "columns": columns,
             **(identity or {}),
         }
-        features = ds._info.features
-        if features is not None and columns is not None:
-            from datasets import Features
-
-            features = Features({name: features[name] for name in columns if name in features})
-        self._features = features
-        from datasets.formatting import PythonFormatter
-
-        self._formatter = PythonFormatter(
-            features=None if base.is_typed else features, token_per_repo_id=ds._token_per_repo_id
-        )
         self.turn, self.yielded, self.retries = 0, 0, 0
         self._block, self._rows, self._at = None, None, 0
         self._buffer: list = []
@@ -387,7 +248,7 @@ class ShuffledStream:
                 self._block, self._rows, self._at = None, None, 0
             if self._block is None and not self._refill():
                 return _END
-            block = Block(self._cast(self._block), self._formatter)
+            block = Block(self._cast(self._block), self._features)
             self._rows = self.mapper.block(block) if self.mapper is not None else block.rows()
         row = self._rows[self._at]
         self._at += 1
@@ -512,47 +373,26 @@ class ShuffledStream:
         pool.shutdown(wait=True)
         for g in self.groups:
             g.reset()
-        if self._sleep_at_end:  # datasets' guard against that crash
-            import datasets
-
-            time.sleep(datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN)
 
 
-# ------------------------------------------------------------------------- one build's stream, tracked
-
-_TRACKER: ContextVar[Tracker | None] = ContextVar("niels_gpt_stream_tracker", default=None)
-
-
-class Tracker:
-    """What a build knows of the stream it reads: `stream` (the ShuffledStream opened while it is
-    active, None before the first row), `start` (a saved position the stream starts from)."""
+class StreamPosition:
+    """Where a resumable build's stream starts (`start`: a saved `ShuffledStream.state()`, or None) and the
+    stream opened from it (`stream`, set by `stream_rows`): the build hands it to the loader in its
+    HubRead (`read.position`) and saves `stream.state()` at each checkpoint."""
 
     def __init__(self, start: tuple | None = None):
         self.start = start
         self.stream: ShuffledStream | None = None
 
 
-@contextmanager
-def tracking(start: tuple | None = None) -> Iterator[Tracker]:
-    """While active, the streamed read opened by `stream_rows` registers with the tracker yielded here
-    and starts at `start` (a `ShuffledStream.state()`)."""
-    tracker = Tracker(start)
-    token = _TRACKER.set(tracker)
-    try:
-        yield tracker
-    finally:
-        _TRACKER.reset(token)
-
-
 def stream_rows(ds: Any, read: HubRead, identity: dict | None = None, mapper: Any = None) -> Iterator[tuple[int, Any]]:
-    """The (index, row) pairs of a streamed `ds` read as `read` says, through ShuffledStream (registered
-    with the active tracker, if any, and started at its saved position); with a `mapper`
+    """The (index, row) pairs of a streamed `ds` read as `read` says, through ShuffledStream (started at
+    `read.position.start` and registered there, if the read has a position); with a `mapper`
     (hub.RowMapper) only its `columns` are read and the rows are what it makes of them."""
-    tracker = _TRACKER.get()
+    position = read.position
     columns = mapper.columns(ds.features) if mapper is not None else None
-    stream = ShuffledStream(
-        ds, read, identity=identity, start=tracker.start if tracker else None, columns=columns, mapper=mapper
-    )
-    if tracker is not None:
-        tracker.stream = stream
+    start = position.start if position is not None else None
+    stream = ShuffledStream(ds, read, identity=identity, start=start, columns=columns, mapper=mapper)
+    if position is not None:
+        position.stream = stream
     return iter(stream)

@@ -83,9 +83,11 @@ class RetriesExhausted(ConnectionError):
 
     def __init__(self, what: str, tries: int, waited_s: float, last: BaseException):
         self.what, self.tries, self.waited_s, self.last = what, tries, waited_s, last
+        status = next((status_of(e) for e in cause_chain(last) if status_of(e) is not None), None)
+        http = f"HTTP {status}; " if status is not None else ""
         super().__init__(
             f"{what}: the hub still failed after {tries} tries and {waited_s:.0f} s since the first failure "
-            f"(last error: {type(last).__name__}: {short(last)})"
+            f"({http}last error: {type(last).__name__}: {short(last)})"
         )
 
 

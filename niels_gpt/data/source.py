@@ -21,10 +21,10 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from niels_gpt.data.retry import RetryPolicy, short
+from niels_gpt.data.retry import UNREACHABLE, RetryPolicy, classify, short
 
 # datasets' packaged builders, chosen by the extension of the local files (the schemas we mirror
 # are parquet on the hub, except dolly-15k which is one jsonl file)
@@ -107,6 +107,9 @@ class HubRead:
     num_parts: int = 1
     part: int = 0
     retry: RetryPolicy = RetryPolicy()  # how hub calls and stream reads are retried (config section `hub`)
+    # a resumable build's stream position (resumable.StreamPosition): where its stream starts, and the
+    # stream opened there; no option of the read (not compared)
+    position: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.take is not None and self.take < 0:
@@ -116,15 +119,6 @@ class HubRead:
             raise ValueError(f"part must be in 0..num_parts-1 with num_parts >= 1, got part={k!r}, num_parts={n!r}")
         if self.data_files is not None:
             data_files_by_split(self.data_files)  # a malformed value fails here, not at the first row
-
-    @classmethod
-    def from_keywords(cls, keywords: Mapping[str, Any], **renamed: str) -> HubRead:
-        """The read a loader's keyword arguments describe: `keywords` is the loader's `locals()` taken
-        before anything else (its arguments only); an argument named like a field sets that field, and
-        `renamed` gives the loader's own name of a field (fineweb-edu's config is `name`). Arguments
-        that are no field (provenance, the loader's own options) are left to the loader."""
-        names = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}
-        return cls(**{field: keywords[name] for field, name in names.items() if name in keywords})
 
     @property
     def local(self) -> bool:
@@ -139,11 +133,15 @@ class SourceUnavailableError(ConnectionError):
     """A hub dataset could not be reached (offline, DNS, timeout). Never replaced by sample data."""
 
 
+RETRY_HINT = "run the same command again once the hub answers (the retries: `hub.attempts`, `hub.max_wait_s`)"
+
+
 def unavailable(dataset_id: str, config: str | None, exc: BaseException) -> SourceUnavailableError:
+    """One line for a hub dataset that cannot be read: no network or offline mode (retry.classify:
+    unreachable) names the demo switch; a hub that kept failing past the retries says to run again."""
     what = f"{dataset_id!r}" + (f" (config {config!r})" if config else "")
-    return SourceUnavailableError(
-        f"cannot reach hub dataset {what}: {type(exc).__name__}: {short(exc, 300)}. {DEMO_HINT}."
-    )
+    hint = DEMO_HINT if classify(exc) == UNREACHABLE else RETRY_HINT
+    return SourceUnavailableError(f"cannot reach hub dataset {what}: {type(exc).__name__}: {short(exc, 300)}. {hint}.")
 
 
 class HubDatasetError(ValueError):

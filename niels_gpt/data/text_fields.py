@@ -18,8 +18,9 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from niels_gpt.data.hub import HubRead, iter_rows, open_dataset
+from niels_gpt.data.hub import iter_rows, open_dataset
 from niels_gpt.data.normalize import normalize_text
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.types import PretrainSample
 
 PREFERRED_FIELD = "text"  # the column name in fineweb-edu, wikitext and both gutenberg datasets
@@ -103,7 +104,7 @@ class TextRows:
             return None, e
 
     def block(self, block: Any) -> list[tuple]:
-        """The rows of a resumable.Block, `text` and the meta columns converted together."""
+        """The rows of a stream_files.Block, `text` and the meta columns converted together."""
         import pyarrow as pa
 
         table = block.table

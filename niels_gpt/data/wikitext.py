@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from niels_gpt.data.hub import DataFiles, HubRead, iter_rows, open_dataset
+from niels_gpt.data.hub import iter_rows, open_dataset
 from niels_gpt.data.normalize import is_blank, normalize_text
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.text_fields import select_text_field
 from niels_gpt.data.types import PretrainSample
 
@@ -59,18 +60,15 @@ def iter_wikitext(
     config: str = CONFIG,
     split: str = "train",
     take: int | None = None,
-    dataset_id: str = DATASET_ID,
-    revision: str | None = None,
-    data_files: DataFiles | None = None,
-    provenance: dict | None = None,
     read: HubRead | None = None,
+    provenance: dict | None = None,
 ) -> Iterator[PretrainSample]:
     """One PretrainSample per non-empty line, meta={"index": hub row index}; at most `take`.
 
-    `read` (a HubRead, what the registry passes) holds every hub option at once; given, it is used
-    instead of the other keywords but `provenance`.
+    The keywords describe a read of the hub dataset; `read` (a HubRead: what the registry passes, or a
+    test's local `data_files`) replaces them all.
     """
-    read = read or HubRead.from_keywords(locals())
+    read = read or HubRead(DATASET_ID, config, split=split, take=take)
     for index, line in _lines(read, provenance):
         yield PretrainSample(text=line, source=SOURCE, meta={"index": index})
 
@@ -102,9 +100,6 @@ def wikitext_articles(lines: Iterable[PretrainSample], *, take: int | None = Non
 def load_wikitext(
     *,
     config: str = CONFIG,
-    dataset_id: str = DATASET_ID,
-    revision: str | None = None,
-    data_files: DataFiles | None = None,
     splits: dict[str, str] | None = None,
     provenance: dict | None = None,
     read: HubRead | None = None,
@@ -113,11 +108,12 @@ def load_wikitext(
     """{"train", "val", "test"} -> non-empty lines. `splits` maps these keys to hub splits.
 
     With local data files, a key whose hub split has no files gets []. `provenance`, if given, gets
-    one entry per key. `read` (a HubRead) holds the hub options at once (its split is not used).
+    one entry per key. `read` (a HubRead: the registry's, or a test's local `data_files`) replaces
+    `config` (its split is not used).
     `lazy`: each split is a one-pass iterator, read (and its provenance entry filled) as it is iterated,
     so a caller that writes as it reads holds one line, not the split.
     """
-    read = read or HubRead.from_keywords(locals())
+    read = read or HubRead(DATASET_ID, config)
     out: dict[str, list[str]] | dict[str, Iterator[str]] = {}
     for key, split in (splits or SPLIT_NAMES).items():
         if not read.has_split(split):

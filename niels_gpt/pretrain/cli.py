@@ -61,6 +61,7 @@ def run_build_pretrain(args) -> int:
         num_threads=args.num_threads,
         num_parts=num_parts,
         part=args.part,
+        spec=args.spec,
     )
     return 0
 

@@ -10,8 +10,9 @@ max_val_tokens, val_doc_prob, shuffle_buffer), `pretrain.shard_bytes` and `seed`
 part k of the stream, budgets and split seed from parts.py (part_budget, part_seed), the part
 recorded in meta's provenance["part"]; `parts.merge_pretrain_parts` joins the N parts.
 A stream input is resumable: its checkpoint (pretrain/resume.py, `{out_dir}/.resume/`, every
-`hub.checkpoint_tokens` tokens and when the hub fails) is keyed by the job's config values, the tokenizer
-sha256 and FORMAT_VERSION; a rerun of a failed build continues from it.
+`hub.checkpoint_tokens` tokens and when the hub fails) is keyed by the job's spec (`--spec`), the part, the
+tokenizer sha256 and FORMAT_VERSION; a rerun of a failed build continues from it (`position`, handed to
+the loader through registry.pretrain_input, is where its stream starts).
 Used by the `build-pretrain` CLI, `build-all` and the Snakemake rules; milestones go to `log`
 (default: niels_gpt.log.log, one line each on stderr).
 """
@@ -22,6 +23,7 @@ import os
 from collections.abc import Callable
 
 from niels_gpt.data import registry
+from niels_gpt.data.resumable import StreamPosition
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget, part_record
@@ -91,19 +93,12 @@ def _not_built(cfg: dict, source: str, out_dir: str, dataset: dict, log: Callabl
     return meta
 
 
-def checkpoint_key(cfg: dict, source: str, tokenizer, num_parts: int, part: int | None) -> dict:
-    """What a stream build's bytes depend on, as the job knows it before reading (its Snakemake spec)."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "source": source,
-        "sources": {source: cfg["sources"][source]},
-        "seed": cfg["seed"],
-        "demo": cfg["demo"],
-        "shard_bytes": cfg["pretrain"]["shard_bytes"],
-        "num_parts": num_parts,
-        "part": part,
-        "tokenizer_sha256": tokenizer.sha256,
-    }
+def checkpoint_key(cfg: dict, spec: dict | None, tokenizer, part: int | None) -> dict:
+    """What a stream build's bytes depend on, as the job knows it before reading: its spec (the config
+    values its Snakemake rule passes, `--spec`; without one the whole config but the `hub` section, whose
+    retry settings never change the bytes), the part, the tokenizer's sha256 and FORMAT_VERSION."""
+    values = spec if spec is not None else {k: v for k, v in cfg.items() if k != "hub"}
+    return {"format_version": FORMAT_VERSION, "spec": values, "part": part, "tokenizer_sha256": tokenizer.sha256}
 
 
 def build_pretrain_source(
@@ -116,9 +111,11 @@ def build_pretrain_source(
     log: Callable[[str], None] = log_line,
     num_parts: int = 1,
     part: int | None = None,
+    spec: dict | None = None,
 ) -> dict:
     """Build `out_dir/{train,val}/shard_*.bin` + `out_dir/meta.json` for `source` (or for part `part` of
-    `num_parts` of it); returns the meta."""
+    `num_parts` of it); returns the meta. `spec`: the config values the job was given (`--spec`), which
+    key a stream's checkpoint."""
     if source not in registry.PRETRAIN_SOURCES:
         raise ValueError(f"unknown pretrain source {source!r}; expected one of {', '.join(registry.PRETRAIN_SOURCES)}")
     scfg = cfg["sources"][source]
@@ -132,7 +129,8 @@ def build_pretrain_source(
 
     tokenizer = SentencePieceTokenizer(tokenizer_path)  # refuses a vocabulary that does not fit uint16
     budgets, seed, what = (scfg["max_train_tokens"], scfg["max_val_tokens"]), cfg["seed"], source
-    inp = registry.pretrain_input(cfg, source, num_parts=num_parts, part=part or 0)
+    position = StreamPosition() if source in registry.STREAMED_SOURCES else None  # where a resumed stream starts
+    inp = registry.pretrain_input(cfg, source, num_parts=num_parts, part=part or 0, position=position)
     provenance = {"source": source, **inp.provenance}
     if num_parts > 1:
         record = part_record(
@@ -159,17 +157,15 @@ def build_pretrain_source(
     if inp.kind == "stream":
         # a part may hold no val on its own; the merge checks the whole source
         check_empty = num_parts == 1
-        checkpoint = Checkpoint(
-            out_dir,
-            checkpoint_key(cfg, source, tokenizer, num_parts, part),
-            every_tokens=cfg["hub"]["checkpoint_tokens"],
-        )
+        key = checkpoint_key(cfg, spec, tokenizer, part)
+        checkpoint = Checkpoint(out_dir, key, every_tokens=cfg["hub"]["checkpoint_tokens"])
         meta = build_pretrain_cache(
             inp.stream,
             out_dir,
             val_doc_prob=scfg["val_doc_prob"],
             check_empty=check_empty,
             checkpoint=checkpoint,
+            position=position,
             **common,
         )
     else:

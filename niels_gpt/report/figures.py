@@ -6,7 +6,7 @@ Each `draw_<family>(data, out_dir)` writes that family's files, named in `layout
   sft        example length histograms per source with the T_max+1 window marked; supervised share
              of tokens; share of examples cut (longer than T_max+1) and dropped at build time;
              sft.mix beside the share of supervised tokens it implies and the caches' own shares
-  tokenizer  bytes per token on each cache's val split (train as a dot); vocabulary ids each cache uses
+  tokenizer  bytes per token on each cache's train and val splits; vocabulary ids each cache uses
   streams    bytes per stream and split; streams.p_train beside each stream's share of the train bytes
 Histograms show the share of documents (or examples) per bin, so train and val compare on one axis.
 """
@@ -19,6 +19,7 @@ import numpy as np
 
 from niels_gpt.layout import REPORT_FIGURES, SPLITS
 from niels_gpt.report.plotting import (
+    SMALL_POINTS,
     SPLIT_COLORS,
     bar_figure,
     count,
@@ -26,7 +27,6 @@ from niels_gpt.report.plotting import (
     grouped_barh,
     legend,
     pct,
-    percent_axis,
     pyplot,
     save,
     skipped_lines,
@@ -60,12 +60,12 @@ def _histograms(rows: list[dict], edges: list[float], unit: str, marker=None):
         if marker is not None:
             x, text = marker(row)
             ax.axvline(x, color="black", ls="--", lw=1)
-            ax.text(x, ax.get_ylim()[1] * 0.95, f" {text}", fontsize=7, va="top")
+            ax.text(x, ax.get_ylim()[1] * 0.95, f" {text}", fontsize=SMALL_POINTS, va="top")
         ax.set_xscale("log")
         ax.set_xlim(*limits)
         ax.set_ylabel(f"share of {unit}s")
-        ax.set_title(row["title"], fontsize=9, loc="left")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.set_title(row["title"], loc="left")
+        ax.legend(fontsize=SMALL_POINTS, loc="upper right")
     axes[-1, 0].set_xlabel(f"{unit} length (tokens, log scale)")
     return fig
 
@@ -82,7 +82,7 @@ def draw_pretrain(data: dict, out_dir) -> list[Path]:
         marked = [i for i, b in enumerate(budgets) if b]
         ax.scatter([budgets[i] for i in marked], marked, marker="|", s=300, color="black", zorder=3, label="budget")
         ax.set_xlim(right=max([v for v in values + budgets if v], default=10) * 6)
-        ax.set_title(f"{split}: tokens per source (budget: max_{split}_tokens)", fontsize=9, loc="left")
+        ax.set_title(f"{split}: tokens per source (budget: max_{split}_tokens)", loc="left")
         legend(ax)
     footnote(fig, skipped_lines(data["skipped"]))
     save(fig, tokens_path)
@@ -114,17 +114,16 @@ def draw_sft(data: dict, out_dir) -> list[Path]:
     save(fig, lengths_path)
 
     names = [r["name"] for r in rows]
-    fig, axes = bar_figure(len(rows), ncols=2)
+    fig, axes = bar_figure(len(rows), ncols=2, bars_per_group=2 * len(SPLITS))
     supervised = {split: _shares(rows, split, "labels", lambda c: c["tokens"]) for split in SPLITS}
-    grouped_barh(axes[0][0], names, supervised, fmt=pct, colors=[SPLIT_COLORS[s] for s in SPLITS])
-    axes[0][0].set_title("supervised (loss-active) share of tokens", fontsize=9, loc="left")
+    grouped_barh(axes[0][0], names, supervised, fmt=pct, colors=[SPLIT_COLORS[s] for s in SPLITS], percent=True)
+    axes[0][0].set_title("supervised (loss-active) share of tokens", loc="left")
     lost = {f"cut ({split})": _shares(rows, split, "cut", lambda c: c["examples"]) for split in SPLITS}
     for split in SPLITS:
         lost[f"dropped ({split})"] = _shares(rows, split, "dropped", lambda c: c["examples"] + c["dropped"])
-    grouped_barh(axes[0][1], names, lost, fmt=pct)
-    axes[0][1].set_title("examples cut (> T_max + 1 tokens) or dropped (no target kept)", fontsize=9, loc="left")
+    grouped_barh(axes[0][1], names, lost, fmt=pct, percent=True)
+    axes[0][1].set_title("examples cut (> T_max + 1 tokens) or dropped (no target kept)", loc="left")
     for ax in axes[0]:
-        percent_axis(ax)
         legend(ax)
     save(fig, supervision_path)
     _draw_mix(data["mix"], "sft.mix", "supervised tokens", mix_path, skipped_lines(data["skipped"]))
@@ -134,15 +133,14 @@ def draw_sft(data: dict, out_dir) -> list[Path]:
 def _draw_mix(mix: dict, key: str, what: str, path, notes: list[str]) -> None:
     """Configured weight, the share of `what` in mixed batches it implies, and the caches' own share."""
     names = list(mix)
-    fig, axes = bar_figure(len(names), ncols=1, width=8)
+    fig, axes = bar_figure(len(names), ncols=1, width=8, bars_per_group=3)
     series = {
         f"{key} weight": [mix[k]["weight"] for k in names],
         f"share of {what} in mixed batches": [mix[k]["implied_share"] for k in names],
         f"share of the cached train {what}": [mix[k]["cache_share"] for k in names],
     }
-    grouped_barh(axes[0][0], names, series, fmt=pct)
-    axes[0][0].set_title(f"{key}: configured weights and the shares they imply", fontsize=9, loc="left")
-    percent_axis(axes[0][0])
+    grouped_barh(axes[0][0], names, series, fmt=pct, percent=True)
+    axes[0][0].set_title(f"{key}: configured weights and the shares they imply", loc="left")
     legend(axes[0][0])
     footnote(fig, notes + _rates(mix, what))
     save(fig, path)
@@ -168,23 +166,22 @@ def draw_tokenizer(data: dict, out_dir) -> list[Path]:
 
     fig, axes = bar_figure(len(rows), ncols=1, width=8)
     ax = axes[0][0]
-    grouped_barh(ax, names, {"val split": [bpt(r, "val") for r in rows]}, fmt=lambda v: f"{v:.2f}", colors=["#e08a2c"])
-    train = [(bpt(r, "train"), i) for i, r in enumerate(rows) if bpt(r, "train")]
-    ax.scatter([v for v, _ in train], [i for _, i in train], color="black", s=14, zorder=3, label="train split")
+    splits = {f"{split} split": [bpt(r, split) for r in rows] for split in SPLITS}
+    grouped_barh(ax, names, splits, fmt=lambda v: f"{v:.2f}", colors=[SPLIT_COLORS[s] for s in SPLITS])
     ax.set_xlabel("UTF-8 bytes per token (special tokens excluded)")
-    ax.set_title("tokenizer compression per cache (higher = fewer tokens for the same text)", fontsize=9, loc="left")
+    ax.set_title("tokenizer compression per cache (higher = fewer tokens for the same text)", loc="left")
     legend(ax)
     footnote(fig, skipped_lines(data["skipped"]))
     save(fig, bpt_path)
 
-    fig, axes = bar_figure(len(rows), ncols=1, width=8)
+    fig, axes = bar_figure(len(rows), ncols=1, width=8, bars_per_group=1)
     vocab = data["vocab_size"]
     used = [r["ids_used"] / vocab for r in rows]
-    grouped_barh(axes[0][0], names, {"ids used": used}, fmt=lambda v: f"{v * vocab:,.0f} ({pct(v)})")
-    axes[0][0].set_xlim(0, 1.2)
-    percent_axis(axes[0][0])
+    grouped_barh(
+        axes[0][0], names, {"ids used": used}, fmt=lambda v: f"{v * vocab:,.0f} ({pct(v)})", percent=True, xmax=1.0
+    )
     axes[0][0].set_xlabel(f"share of the {vocab:,} vocabulary ids that occur in the cache (train + val)")
-    axes[0][0].set_title("vocabulary use per cache", fontsize=9, loc="left")
+    axes[0][0].set_title("vocabulary use per cache", loc="left")
     save(fig, vocab_path)
     return [bpt_path, vocab_path]
 
@@ -195,15 +192,14 @@ def draw_streams(data: dict, out_dir) -> list[Path]:
     fig, axes = bar_figure(max(len(rows), len(data["mix"])), ncols=2)
     sizes = {split: [r["splits"].get(split) for r in rows] for split in SPLITS}
     grouped_barh(axes[0][0], [r["name"] for r in rows], sizes, fmt=count, colors=list(SPLIT_COLORS.values()), log=True)
-    axes[0][0].set_title("bytes per stream and split", fontsize=9, loc="left")
+    axes[0][0].set_title("bytes per stream and split", loc="left")
     names = list(data["mix"])
     series = {
         "streams.p_train weight (= share of bytes in mixed batches)": [data["mix"][k]["weight"] for k in names],
         "share of the train bytes": [data["mix"][k]["cache_share"] for k in names],
     }
-    grouped_barh(axes[0][1], names, series, fmt=pct)
-    percent_axis(axes[0][1])
-    axes[0][1].set_title("streams.p_train beside each stream's share of the bytes", fontsize=9, loc="left")
+    grouped_barh(axes[0][1], names, series, fmt=pct, percent=True)
+    axes[0][1].set_title("streams.p_train beside each stream's share of the bytes", loc="left")
     for ax in axes[0]:
         legend(ax)
     footnote(fig, skipped_lines(data["skipped"]) + _rates(data["mix"], "bytes"))

@@ -18,7 +18,7 @@ import numpy as np
 from niels_gpt.atomic import atomic_write_text
 from niels_gpt.layout import REPORT_FIGURES
 from niels_gpt.report.leakage import SPACES
-from niels_gpt.report.plotting import footnote, pct, pyplot, save, skipped_lines
+from niels_gpt.report.plotting import SMALL_POINTS, footnote, pct, pyplot, save, skipped_lines
 
 ANY = "any train"
 CELL_INCHES = (1.15, 0.4)
@@ -63,7 +63,7 @@ def draw_heatmap(result: dict, path) -> None:
                 pct(v) if v < 0.1 else f"{100 * v:.0f}%",
                 ha="center",
                 va="center",
-                fontsize=7,
+                fontsize=SMALL_POINTS,
                 color="white" if v > top * 0.6 else "black",
             )
         ax.set_xticks(range(len(cols)), [c + " train" if c != ANY else c for c in cols], rotation=30, ha="right")
@@ -72,7 +72,6 @@ def draw_heatmap(result: dict, path) -> None:
         n = result["n"][space]
         ax.set_title(
             f"share of each val split's {n}-{'token' if space == 'tokens' else 'byte'} grams found in a train split",
-            fontsize=9,
             loc="left",
         )
     footnote(fig, skipped_lines(result["skipped"]))

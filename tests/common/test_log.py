@@ -49,15 +49,18 @@ def test_no_bar_is_drawn_when_stderr_is_not_a_terminal(monkeypatch):
 
 
 @pytest.mark.parametrize("dynamic_ncols", [None, False])
-def test_a_bar_is_drawn_on_a_terminal_stderr_with_the_given_settings(monkeypatch, capsys, dynamic_ncols):
-    stream = Stream(tty=True)
+def test_a_bar_is_drawn_on_a_terminal_stderr_with_the_given_settings(monkeypatch, dynamic_ncols):
+    # stdout replaced here too, not read through capsys: monkeypatch set up before capsys is torn down after
+    # it, and put capsys' closed stream back as sys.stderr (under -s, every later test saw a closed stderr)
+    stream, stdout = Stream(tty=True), io.StringIO()
     monkeypatch.setattr("sys.stderr", stream)
+    monkeypatch.setattr("sys.stdout", stdout)
     settings = {} if dynamic_ncols is None else {"dynamic_ncols": dynamic_ncols}
     with progress(total=3, desc="encoding", unit="doc", **settings) as bar:
         bar.update(3)
         drawn = not bar.disable  # closing a bar disables it
     assert drawn and "encoding: 100%" in stream.getvalue() and "3/3" in stream.getvalue()
-    assert "doc/s" in stream.getvalue() and capsys.readouterr().out == ""
+    assert "doc/s" in stream.getvalue() and stdout.getvalue() == ""
     assert bool(bar.dynamic_ncols) == (dynamic_ncols is None)  # on by default, the caller may turn it off
 
 

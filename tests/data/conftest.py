@@ -12,6 +12,18 @@ from niels_gpt.config import prepare_config
 from tests.support.hub_files import HUB_SHA, WIKI_TEST, WIKI_TRAIN, WIKI_VAL, write_demo_tree, write_parquet
 
 
+class FakeBuilder:
+    """What `datasets.load_dataset_builder` returns, as far as `hub.open_dataset` uses it for a streamed
+    read: `config.data_files` ({split: [file, ...]}) and `as_streaming_dataset(split)` (`stream(split)`)."""
+
+    def __init__(self, stream, data_files: dict):
+        self.config = SimpleNamespace(data_files=data_files)
+        self._stream = stream
+
+    def as_streaming_dataset(self, split):
+        return self._stream(split)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_datasets_cache(isolated_hf_cache):
     """Prepared datasets write Arrow caches: every loader test keeps them out of ~/.cache."""
@@ -35,12 +47,14 @@ def wiki_files(tmp_path) -> dict[str, str]:
 
 @pytest.fixture
 def counting_hub(monkeypatch):
-    """`datasets.load_dataset` replaced by a stream of 10,000 rows {"text": "doc i", "id": "i"} whose data
-    file URL names HUB_SHA. Returns (calls, rows_read, fail_after): `calls` lists each call's (args,
-    kwargs); set `fail_after.n` to make the stream raise a connection error at that row."""
+    """`datasets.load_dataset_builder` (a streamed read) replaced by a stream of 10,000 rows {"text": "doc i",
+    "id": "i"} whose data file URL names HUB_SHA (a jsonl file: datasets reads the stream itself). Returns
+    (calls, rows_read, fail_after): `calls` lists each stream opened as ((id, config), {split, streaming,
+    revision}); set `fail_after.n` to make the stream raise a connection error at that row."""
     import datasets
 
     calls, read, fail_after = [], [0], SimpleNamespace(n=None)
+    files = [f"hf://datasets/HuggingFaceFW/fineweb-edu@{HUB_SHA}/data/CC-MAIN-2024-10/train-00000.jsonl"]
 
     def gen(files):
         for i in range(10_000):
@@ -51,10 +65,12 @@ def counting_hub(monkeypatch):
             read[0] += 1
             yield {"text": f"doc {i}", "id": str(i)}
 
-    def fake_load_dataset(*args, **kwargs):
-        calls.append((args, kwargs))
-        files = [f"hf://datasets/HuggingFaceFW/fineweb-edu@{HUB_SHA}/data/CC-MAIN-2024-10/train-00000.parquet"]
-        return datasets.IterableDataset.from_generator(gen, gen_kwargs={"files": files})
+    def fake_builder(path, name=None, *, revision=None, **kwargs):
+        def stream(split):
+            calls.append(((path, name), {"split": split, "streaming": True, "revision": revision}))
+            return datasets.IterableDataset.from_generator(gen, gen_kwargs={"files": files})
 
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+        return FakeBuilder(stream, {split: files for split in ("train", "web")})
+
+    monkeypatch.setattr(datasets, "load_dataset_builder", fake_builder)
     return calls, read, fail_after

@@ -21,8 +21,9 @@ def test_missing_field_names_row_and_keys():
 
 
 def _load(tmp_path, **kw):
+    """The samples of a local dolly file read as `kw` (HubRead's split, seed, shuffle, take) say."""
     path = write_jsonl(tmp_path / "dolly.jsonl", DOLLY_ROWS * 5)
-    return list(iter_dolly_sft(data_files={"train": str(path)}, **kw))
+    return list(iter_dolly_sft(read=HubRead(DATASET_ID, data_files={"train": str(path)}, **kw)))
 
 
 def test_local_file_in_row_order_without_shuffle(tmp_path):

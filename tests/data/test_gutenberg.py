@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from niels_gpt.data.gutenberg import BoilerplateCounts, iter_gutenberg, strip_gutenberg_boilerplate
+from niels_gpt.data.gutenberg import DATASET_ID, BoilerplateCounts, iter_gutenberg, strip_gutenberg_boilerplate
+from niels_gpt.data.source import HubRead
 from tests.support.hub_files import GUTENBERG_FOOTER as FOOTER
 from tests.support.hub_files import GUTENBERG_HEADER as HEADER
 from tests.support.hub_files import raw_gutenberg_book as raw_book
@@ -77,19 +78,20 @@ def test_loader_strips_raw_books_counts_them_and_passes_clean_ones(tmp_path):
         tmp_path / "en.parquet", {"id": [str(i) for i in range(len(raws) + 1)], "text": raws + [clean]}
     )
     prov: dict = {}
-    samples = list(iter_gutenberg(data_files={"en": str(path)}, split="en", shuffle=False, provenance=prov))
+    read = HubRead("manu/project_gutenberg", split="en", data_files={"en": str(path)})
+    samples = list(iter_gutenberg(read=read, provenance=prov))
     assert [s.text for s in samples] == [BODY + f"\n\nBook {i}." for i in range(len(raws))] + [clean]
     assert all("\ufeff" not in s.text and "\r" not in s.text for s in samples)
     normalized = [r.replace("\r\n", "\n").lstrip("\ufeff") for r in raws]
     removed = sum(len(n) for n in normalized) - sum(len(s.text) for s in samples[:-1])
     assert prov["cleaning"] == {"boilerplate_books_stripped": len(raws), "boilerplate_chars_removed": removed}
-    kept = list(iter_gutenberg(data_files={"en": str(path)}, split="en", shuffle=False, strip_boilerplate=False))
+    kept = list(iter_gutenberg(read=read, strip_boilerplate=False))
     assert [s.text for s in kept] == normalized + [clean]
 
 
 def test_gutenberg_local_rows(tmp_path):
     path = write_parquet(tmp_path / "g.parquet", {"text": ["book one", "book two"], "id": ["1", "2"]})
-    samples = list(iter_gutenberg(data_files={"train": str(path)}, shuffle=False))
+    samples = list(iter_gutenberg(read=HubRead(DATASET_ID, data_files={"train": str(path)})))
     assert [(s.text, s.source, s.meta["id"]) for s in samples] == [
         ("book one", "gutenberg", "1"),
         ("book two", "gutenberg", "2"),

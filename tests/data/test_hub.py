@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -46,55 +47,45 @@ def test_a_read_that_cannot_be_read_is_refused_when_made(options, message):
     assert str(err.value).startswith(message)
 
 
-def test_from_keywords_takes_the_fields_a_loaders_arguments_name():
-    def loader(*, dataset_id="org/set", name="C", split="s", seed=7, include_system=True, provenance=None, read=None):
-        return read or HubRead.from_keywords(locals(), config="name")
-
-    assert loader() == HubRead("org/set", "C", split="s", seed=7)
-    given = HubRead("other/set")
-    assert loader(read=given, split="not used") is given
-
-
 class _Opened(Exception):
     """Raised by a stand-in `open_dataset` once it has seen the read."""
 
 
-# Each loader called with every hub keyword it has, each set away from its default (the keywords are
-# HubRead's field names), and the read that must reach open_dataset: a keyword a loader dropped or
-# misnamed would leave a default in the read.
-WHERE = {"dataset_id": "d", "revision": "r", "data_files": "f"}
+# Each loader called with every read keyword the design gives it, each set away from its default, and the
+# read that must reach open_dataset (a keyword a loader dropped or misplaced would leave a default in the
+# read); then with a read given whole, which replaces those keywords.
 STREAMED = {"split": "s", "streaming": False, "shuffle": False, "shuffle_buffer_size": 5, "seed": 1, "take": 2}
-PARTS = {"num_parts": 2, "part": 1}
+GIVEN = HubRead("d", "c", split="s", revision="r", data_files="f", num_parts=2, part=1)
 KEYWORD_READS = {
     "fineweb_edu": (
         "text_fields",
-        lambda: iter_fineweb_edu(name="n", **STREAMED, **WHERE, **PARTS),
-        HubRead(config="n", **STREAMED, **WHERE, **PARTS),
+        lambda **kw: iter_fineweb_edu(name="n", **STREAMED, **kw),
+        HubRead("HuggingFaceFW/fineweb-edu", "n", **STREAMED),
     ),
     "gutenberg": (
         "text_fields",
-        lambda: iter_gutenberg(config="c", **STREAMED, **WHERE, **PARTS),
-        HubRead(config="c", **STREAMED, **WHERE, **PARTS),
+        lambda **kw: iter_gutenberg(dataset_id="d", **STREAMED, **kw),
+        HubRead("d", **STREAMED),
     ),
     "wikitext": (
         "wikitext",
-        lambda: iter_wikitext(config="c", split="s", take=3, **WHERE),
-        HubRead(config="c", split="s", take=3, **WHERE),
+        lambda **kw: iter_wikitext(config="c", split="s", take=3, **kw),
+        HubRead("Salesforce/wikitext", "c", split="s", take=3),
     ),
     "load_wikitext": (
         "wikitext",
-        lambda: iter([load_wikitext(config="c", splits={"k": "train"}, **WHERE)]),
-        HubRead(config="c", **WHERE),
+        lambda **kw: iter([load_wikitext(config="c", splits={"k": "train"}, **kw)]),
+        HubRead("Salesforce/wikitext", "c", split="train"),
     ),
     "dolly15k": (
         "dolly",
-        lambda: iter_dolly_sft(split="s", seed=1, shuffle=False, take=2, **WHERE),
-        HubRead(split="s", seed=1, take=2, **WHERE),
+        lambda **kw: iter_dolly_sft(split="s", seed=1, shuffle=False, take=2, **kw),
+        HubRead("databricks/databricks-dolly-15k", split="s", seed=1, take=2),
     ),
     "oasst1": (
         "oasst1",
-        lambda: iter_oasst1_sft(split="s", seed=1, **WHERE),
-        HubRead(split="s", seed=1, **WHERE),
+        lambda **kw: iter_oasst1_sft(split="s", seed=1, **kw),
+        HubRead("OpenAssistant/oasst1", split="s", seed=1),
     ),
 }
 
@@ -111,7 +102,10 @@ def test_each_loaders_keywords_make_its_read(monkeypatch, loader):
     monkeypatch.setattr(importlib.import_module(f"niels_gpt.data.{module}"), "open_dataset", fake_open)
     with pytest.raises(_Opened):
         next(call())
-    assert seen == [expected]
+    with pytest.raises(_Opened):
+        next(call(read=GIVEN))
+    given = replace(GIVEN, split="train") if loader == "load_wikitext" else GIVEN  # it reads each split in turn
+    assert seen == [expected, given]
 
 
 def test_has_split_asks_the_local_files_only():
@@ -170,7 +164,8 @@ def test_shuffle_is_seeded_and_take_applies_after_it(tmp_path):
     path = str(write_parquet(tmp_path / "x.parquet", {"text": [f"row {i}" for i in range(200)]}))
 
     def texts(**kw):
-        return [s.text for s in iter_fineweb_edu(data_files={"train": path}, shuffle_buffer_size=50, **kw)]
+        options = {"streaming": True, "shuffle": True, "shuffle_buffer_size": 50, **kw}
+        return [s.text for s in iter_fineweb_edu(read=HubRead("org/set", data_files={"train": path}, **options))]
 
     a, b, c = texts(seed=1), texts(seed=1), texts(seed=2)
     assert a == b != c
@@ -193,10 +188,10 @@ def test_iter_rows_walks_a_read_the_same_way_streamed_or_prepared(tmp_path, stre
 def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
     """The real datasets code path with HF_HUB_OFFLINE=1 and a dataset id that exists nowhere."""
     code = textwrap.dedent("""
-        from niels_gpt.data.hub import SourceUnavailableError
+        from niels_gpt.data.hub import HubRead, SourceUnavailableError
         from niels_gpt.data.dolly import iter_dolly_sft
         try:
-            next(iter_dolly_sft(dataset_id="no-such-org/no-such-dataset-1f3a"))
+            next(iter_dolly_sft(read=HubRead("no-such-org/no-such-dataset-1f3a")))
         except SourceUnavailableError as e:
             assert isinstance(e, ConnectionError)
             print("OK", e)

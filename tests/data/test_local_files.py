@@ -57,7 +57,7 @@ def test_open_dataset_reads_each_form_of_data_files(tmp_path, form, texts):
     }[form]
     ds = open_dataset(HubRead("org/set", data_files=data_files, streaming=True))
     assert [r["text"] for r in ds] == texts
-    assert [s.text for s in iter_fineweb_edu(data_files=data_files, shuffle=False)] == texts
+    assert [s.text for s in iter_fineweb_edu(read=HubRead("org/set", data_files=data_files, streaming=True))] == texts
 
 
 def test_a_path_given_alone_is_the_train_split_not_a_mapping(tmp_path):
@@ -81,7 +81,9 @@ def test_local_files_read_in_sorted_order_with_sha256(tmp_path):
     prov = {}
     out = [
         s.text
-        for s in iter_fineweb_edu(data_files={"train": str(tmp_path / "*.parquet")}, shuffle=False, provenance=prov)
+        for s in iter_fineweb_edu(
+            read=HubRead("org/set", data_files=str(tmp_path / "*.parquet"), streaming=True), provenance=prov
+        )
     ]
     assert out == ["a", "b"]
     assert [os.path.basename(f["path"]) for f in prov["data_files"]] == ["a.parquet", "b.parquet"]
@@ -120,7 +122,7 @@ def test_fineweb_files_with_and_without_a_date_column_read_as_one_split(tmp_path
     files = {"train": str(tmp_path / "*.parquet")}
     ds = open_dataset(HubRead("HuggingFaceFW/fineweb-edu", streaming=streaming, data_files=files))
     assert [(r["text"], r["date"]) for r in ds] == [("no date", None), ("dated", "2024")]
-    samples = list(iter_fineweb_edu(data_files=files, shuffle=False))
+    samples = list(iter_fineweb_edu(read=HubRead("org/set", data_files=files, streaming=True)))
     assert [(s.text, s.meta["id"]) for s in samples] == [("no date", "<urn:1>"), ("dated", "<urn:2>")]
 
 
@@ -153,7 +155,9 @@ def test_nested_columns_that_are_structs_in_one_file_and_null_in_another_read_as
         pa.array([None, {"toxicity": 0.01}], type=detoxify),
     )
     _table(tmp_path / "train-00001.parquet", nested)
-    threads = list(iter_oasst1_sft(data_files={"train": str(tmp_path / "*.parquet")}, shuffle_trees=False))
+    threads = list(
+        iter_oasst1_sft(read=HubRead("org/set", data_files=str(tmp_path / "*.parquet")), shuffle_trees=False)
+    )
     assert [[m.content for m in t.messages] for t in threads] == [
         ["question r", "answer r"],
         ["question s", "answer s"],

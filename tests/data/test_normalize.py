@@ -64,15 +64,19 @@ def test_every_hub_loader_normalizes(tmp_path):
     from niels_gpt.data.fineweb_edu import iter_fineweb_edu
     from niels_gpt.data.gutenberg import iter_gutenberg
     from niels_gpt.data.oasst1 import iter_oasst1_sft
+    from niels_gpt.data.source import HubRead
     from niels_gpt.data.wikitext import iter_wikitext, wikitext_articles
 
+    def local(files: str) -> HubRead:
+        return HubRead("org/local", data_files={"train": files})
+
     text = str(write_parquet(tmp_path / "t.parquet", {"text": [RAW]}))
-    assert next(iter_fineweb_edu(data_files={"train": text}, shuffle=False)).text == CLEAN
-    assert next(iter_gutenberg(data_files={"train": text}, shuffle=False)).text == CLEAN
-    assert next(iter_wikitext(data_files={"train": text})).text == CLEAN
-    assert next(wikitext_articles(iter_wikitext(data_files={"train": text}))).text == CLEAN
+    assert next(iter_fineweb_edu(read=local(text))).text == CLEAN
+    assert next(iter_gutenberg(read=local(text))).text == CLEAN
+    assert next(iter_wikitext(read=local(text))).text == CLEAN
+    assert next(wikitext_articles(iter_wikitext(read=local(text)))).text == CLEAN
     dolly = str(write_parquet(tmp_path / "d.parquet", {"instruction": [RAW], "context": [RAW], "response": [RAW]}))
-    s = next(iter_dolly_sft(data_files={"train": dolly}, shuffle=False))
+    s = next(iter_dolly_sft(read=local(dolly)))
     assert [m.content for m in s.messages] == [CLEAN + "\n\ncontext:\n" + CLEAN, CLEAN]
     oasst = str(
         write_parquet(
@@ -88,5 +92,5 @@ def test_every_hub_loader_normalizes(tmp_path):
             },
         )
     )
-    s = next(iter_oasst1_sft(data_files={"train": oasst}))
+    s = next(iter_oasst1_sft(read=local(oasst)))
     assert [m.content for m in s.messages] == [CLEAN, CLEAN]

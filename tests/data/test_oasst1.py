@@ -180,7 +180,7 @@ def _parquet(tmp_path, n_trees=6):
 
 
 def test_loader_reads_local_parquet_trees_in_order(tmp_path):
-    out = list(iter_oasst1_sft(data_files={"train": _parquet(tmp_path)}, shuffle_trees=False))
+    out = list(iter_oasst1_sft(read=HubRead(DATASET_ID, data_files={"train": _parquet(tmp_path)}), shuffle_trees=False))
     assert [s.meta["message_tree_id"] for s in out] == [f"t{i}" for i in range(6) for _ in range(2)]
     assert out[0].meta["message_ids"] == ["t0", "t0-a1", "t0-p2", "t0-a3"]
 
@@ -189,12 +189,13 @@ def test_shuffle_trees_is_a_seeded_torch_permutation(tmp_path):
     import torch
 
     path = _parquet(tmp_path)
-    a = list(iter_oasst1_sft(data_files={"train": path}, seed=5))
-    b = list(iter_oasst1_sft(data_files={"train": path}, seed=5))
+    read = HubRead(DATASET_ID, data_files={"train": path}, seed=5)
+    a = list(iter_oasst1_sft(read=read))
+    b = list(iter_oasst1_sft(read=read))
     assert a == b
     order = torch.randperm(6, generator=torch.Generator().manual_seed(5)).tolist()
     assert list(dict.fromkeys(s.meta["message_tree_id"] for s in a)) == [f"t{i}" for i in order]
-    two = list(iter_oasst1_sft(data_files={"train": path}, seed=5, take_trees=2))
+    two = list(iter_oasst1_sft(read=read, take_trees=2))
     assert two == a[:4]  # whole trees, every thread of each
 
 
@@ -202,7 +203,7 @@ def test_a_read_given_whole_replaces_the_hub_keywords(tmp_path):
     read = HubRead(DATASET_ID, data_files=_parquet(tmp_path, n_trees=3), seed=5)
     prov: dict = {}
     out = list(iter_oasst1_sft(read=read, seed=999, provenance=prov))
-    assert out == list(iter_oasst1_sft(data_files={"train": read.data_files}, seed=5))
+    assert out == list(iter_oasst1_sft(read=HubRead(DATASET_ID, data_files={"train": read.data_files}, seed=5)))
     assert prov["seed"] == 5 and prov["trees"] == 3
 
 

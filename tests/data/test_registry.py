@@ -15,6 +15,7 @@ import pytest
 from niels_gpt.config import ConfigError, deep_merge, prepare_config
 from niels_gpt.data import registry
 from niels_gpt.data.hub import HubRead
+from tests.data.conftest import FakeBuilder
 from tests.support.hub_files import DOLLY_ROWS
 
 
@@ -311,7 +312,8 @@ HUB_SETTINGS = {
 
 
 def fake_hub(monkeypatch, root) -> list[dict]:
-    """datasets.load_dataset for the HUB_SETTINGS ids: records each call, serves the demo tree's files
+    """datasets.load_dataset and load_dataset_builder (a streamed read) for the HUB_SETTINGS ids: records
+    each call, serves the demo tree's files
     for the split asked for (an unknown split fails as on the hub); local-file calls pass through."""
     import datasets
 
@@ -340,7 +342,14 @@ def fake_hub(monkeypatch, root) -> list[dict]:
             "json" if file.endswith(".jsonl") else "parquet", data_files={split: file}, split=split, streaming=streaming
         )
 
+    def load_dataset_builder(path, name=None, *, revision=None, **kwargs):
+        def stream(split):
+            return load_dataset(path, name, split=split, streaming=True, revision=revision)
+
+        return FakeBuilder(stream, {split: [str(file)] for split, file in served[path].items()})
+
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    monkeypatch.setattr(datasets, "load_dataset_builder", load_dataset_builder)
     return calls
 
 

@@ -1,7 +1,8 @@
-"""resumable.ShuffledStream: the rows of datasets' own `IterableDataset.shuffle(seed, buffer_size)` (demo
-data, many uneven files and parts, the test hub), a saved position continues with the same rows, a
-failed read is re-opened at its row (parquet: at its row group), a read failing past the policy says how
-far it got, and another datasets release falls back to datasets' own iteration."""
+"""resumable.ShuffledStream: the rows of datasets 5.2's own `IterableDataset.shuffle(seed, buffer_size)`
+(demo data, many uneven files and parts, the test hub; compared with datasets itself where 5.2 is
+installed, and with the orders it gave, recorded, on every release), a saved position continues with the
+same rows, a failed read is re-opened at its row (parquet: at its row group), a read failing past the
+policy says how far it got, and a stream of other files is read by datasets itself, saying so."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from niels_gpt.data import resumable
+from niels_gpt.data import resumable, stream_files
 from niels_gpt.data.hub import HubRead, iter_rows, open_dataset, shard_parts
-from niels_gpt.data.resumable import ShuffledStream, StaleStreamState, StreamUnavailable, tracking
+from niels_gpt.data.resumable import ShuffledStream, StaleStreamState, StreamPosition, StreamUnavailable
 from niels_gpt.data.retry import RetryPolicy
 
 FINEWEB_DEMO = {"train": "data/sample/fineweb_edu/*.parquet"}
@@ -43,16 +44,30 @@ def streamed(data_files, *, buffer: int = 100, shuffle: bool = True, seed: int =
     )
 
 
+def datasets_reproduced() -> bool:
+    import datasets
+
+    return datasets.__version__.startswith(stream_files.REPRODUCED_DATASETS)
+
+
+# the order is datasets 5.2's: compared with datasets' own only where that release is installed
+needs_reproduced_release = pytest.mark.skipif(
+    not datasets_reproduced(), reason=f"datasets' own shuffle order is {stream_files.REPRODUCED_DATASETS}x's only there"
+)
+
+
 def reference(ds, read: HubRead) -> list[dict]:
-    """What datasets itself yields for `read`."""
+    """What datasets itself yields for `read` (on datasets 5.2: the order ShuffledStream keeps)."""
     ds = shard_parts(ds, read)
     return list(ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size) if read.shuffle else ds)
 
 
 def ours(ds, read: HubRead, start=None) -> list[dict]:
-    return [row for _, row in ShuffledStream(shard_parts(ds, read), read, start=start)]
+    """What ShuffledStream yields for `read` (it takes the part itself, from the whole dataset's files)."""
+    return [row for _, row in ShuffledStream(ds, read, start=start)]
 
 
+@needs_reproduced_release
 @pytest.mark.parametrize("data_files", [FINEWEB_DEMO, GUTENBERG_DEMO], ids=["fineweb", "gutenberg"])
 @pytest.mark.parametrize("buffer,shuffle", [(1, True), (7, True), (100, True), (10_000, True), (100, False)])
 def test_rows_come_in_datasets_shuffle_order_on_the_demo_data(isolated_hf_cache, data_files, buffer, shuffle):
@@ -61,6 +76,7 @@ def test_rows_come_in_datasets_shuffle_order_on_the_demo_data(isolated_hf_cache,
     assert ours(ds, read) == reference(ds, read)
 
 
+@needs_reproduced_release
 @pytest.mark.parametrize("num_parts", [1, 3])
 @pytest.mark.parametrize("buffer", [16, 1000])
 def test_rows_come_in_datasets_shuffle_order_over_many_uneven_files(isolated_hf_cache, uneven_files, num_parts, buffer):
@@ -71,6 +87,7 @@ def test_rows_come_in_datasets_shuffle_order_over_many_uneven_files(isolated_hf_
         assert ours(ds, read) == expected and len(expected) > 0
 
 
+@needs_reproduced_release
 @pytest.mark.parametrize("buffer", [10, 1000])
 def test_rows_come_in_datasets_shuffle_order_from_the_test_hub(isolated_hf_cache, hub, buffer):
     read = HubRead(
@@ -79,8 +96,7 @@ def test_rows_come_in_datasets_shuffle_order_from_the_test_hub(isolated_hf_cache
     ds = open_dataset(read, {})
     assert ds.num_shards == 4
     assert ours(ds, read) == reference(ds, read)
-    # the hub's builder (a subclass of Parquet named after the dataset) is read here, not by datasets
-    assert all(group.parquet is not None for group in ShuffledStream(ds, read).groups)
+    assert stream_files.supports(ds)  # the hub's parquet files are read here, not by datasets
 
 
 def round_trip(state):
@@ -98,7 +114,7 @@ def round_trip(state):
 def test_a_saved_position_continues_with_the_same_rows(isolated_hf_cache, uneven_files, shuffle):
     read = streamed(uneven_files, buffer=40, shuffle=shuffle)
     ds = open_dataset(read, {})
-    expected = reference(ds, read)
+    expected = ours(ds, read)
     for cut in (0, 1, 19, 20, 21, 333, len(expected) - 1, len(expected)):
         stream = ShuffledStream(ds, read)
         rows = iter(stream)
@@ -148,7 +164,7 @@ def failing_fetch(monkeypatch, fail_on: set[int]):
 def test_a_failed_read_is_reopened_where_it_stopped(isolated_hf_cache, uneven_files, monkeypatch, capsys):
     read = replace(streamed(uneven_files, buffer=40), retry=NO_WAIT)
     ds = open_dataset(read, {})
-    expected = reference(ds, read)
+    expected = ours(ds, read)
     failing_fetch(monkeypatch, {15, 16, 40})
     assert ours(ds, read) == expected
     err = capsys.readouterr().err
@@ -168,7 +184,7 @@ def test_a_read_failing_past_the_policy_says_how_far_it_got(isolated_hf_cache, u
     assert info.value.retries == 1
     stream.groups[0].reset()  # the position is intact: a new stream continues from it
     monkeypatch.undo()
-    assert rows + [row for _, row in ShuffledStream(ds, read, start=stream.state())] == reference(ds, read)
+    assert rows + [row for _, row in ShuffledStream(ds, read, start=stream.state())] == ours(ds, read)
 
 
 def test_a_file_reopened_mid_way_starts_at_its_row_group(isolated_hf_cache, tmp_path, monkeypatch):
@@ -191,36 +207,54 @@ def test_a_file_reopened_mid_way_starts_at_its_row_group(isolated_hf_cache, tmp_
     assert end == resumable._Pos(1, 0, True)  # the file's end is known at once: a saved position never points at it
 
 
-def test_iter_rows_registers_the_stream_and_starts_at_the_trackers_position(isolated_hf_cache, uneven_files):
+def test_iter_rows_registers_the_stream_and_starts_at_the_reads_position(isolated_hf_cache, uneven_files):
     read = streamed(uneven_files, buffer=40)
     ds = open_dataset(read, {})
-    with tracking() as tracker:
-        rows = iter_rows(ds, read, {})
-        head = [row for _, row in itertools.islice(rows, 50)]
-        state = tracker.stream.state()
-    with tracking(state) as tracker:
-        tail = [row for _, row in iter_rows(ds, read, {})]
-    assert head + tail == reference(ds, read)
+    position = StreamPosition()
+    rows = iter_rows(ds, replace(read, position=position), {})
+    head = [row for _, row in itertools.islice(rows, 50)]
+    state = position.stream.state()
+    tail = [row for _, row in iter_rows(ds, replace(read, position=StreamPosition(state)), {})]
+    assert head + tail == ours(ds, read)
 
 
-def test_another_datasets_release_is_read_by_datasets_itself(isolated_hf_cache, uneven_files, monkeypatch):
-    import datasets
-
-    read = streamed(uneven_files, buffer=40)
+def test_a_stream_of_other_files_is_read_by_datasets_itself_and_says_so(isolated_hf_cache, tmp_path):
+    path = tmp_path / "train-00000-of-00001.jsonl"
+    path.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(30)))
+    read = streamed({"train": str(path)}, buffer=8)
     ds = open_dataset(read, {})
-    assert resumable.supports(ds)
-    monkeypatch.setattr(datasets, "__version__", "9.0.0")
-    assert not resumable.supports(ds)
-    with tracking() as tracker:
-        rows = [row for _, row in iter_rows(ds, read, {})]
-    assert tracker.stream is None and rows == reference(ds, read)
+    assert not stream_files.supports(ds)
+    prov: dict = {}
+    position = StreamPosition()
+    rows = [row for _, row in iter_rows(ds, replace(read, position=position), prov)]
+    assert position.stream is None and rows == reference(ds, read)
+    assert prov["resume"].startswith("mid-stream resume is not available") and "datasets" in prov["libraries"]
+
+
+# sha256 (first 16 hex) of the ids in datasets 5.2's shuffle order of `uneven_files` (seed 11), by (parts,
+# part, buffer): ShuffledStream gives these on every supported datasets release
+RECORDED_ORDERS = {
+    (1, 0, 40): (1967, "9c6a77959e64a95d"),
+    (3, 0, 16): (929, "0b1f5f276fe2e8c5"),
+    (3, 1, 16): (748, "71a3184c8e3f9fd7"),
+    (3, 2, 16): (290, "48e2abab297b6e0c"),
+}
+
+
+@pytest.mark.parametrize("parts,part,buffer", sorted(RECORDED_ORDERS))
+def test_the_order_is_datasets_5_2s_on_every_release(isolated_hf_cache, uneven_files, parts, part, buffer):
+    import hashlib
+
+    read = streamed(uneven_files, buffer=buffer, seed=11, num_parts=parts, part=part)
+    ids = [row["id"] for row in ours(open_dataset(read, {}), read)]
+    assert (len(ids), hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]) == RECORDED_ORDERS[parts, part, buffer]
 
 
 @pytest.mark.parametrize("shuffle", [True, False])
 def test_a_stream_of_some_columns_keeps_the_rows_and_resumes_with_them(isolated_hf_cache, uneven_files, shuffle):
     read = streamed(uneven_files, buffer=40, shuffle=shuffle)
     ds = open_dataset(read, {})
-    expected = [{"id": row["id"]} for row in reference(ds, read)]
+    expected = [{"id": row["id"]} for row in ours(ds, read)]
     for cut in (0, 21, 333, len(expected)):
         stream = ShuffledStream(ds, read, columns=["id"])
         rows = iter(stream)
@@ -239,16 +273,8 @@ def test_pyproject_states_the_supported_datasets_range_and_the_installed_release
 
     from packaging.specifiers import SpecifierSet
 
-    from niels_gpt.data.resumable import SUPPORTED_DATASETS
+    from niels_gpt.data.stream_files import SUPPORTED_DATASETS
 
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert f'"datasets{SUPPORTED_DATASETS}",' in pyproject
     assert version("datasets") in SpecifierSet(SUPPORTED_DATASETS)
-
-
-def test_a_release_without_mid_stream_resume_says_so():
-    from niels_gpt.data.resumable import REPRODUCED_DATASETS, resume_note
-
-    assert resume_note({"datasets": f"{REPRODUCED_DATASETS}0", "huggingface_hub": "2.4.0"}) is None
-    note = resume_note({"datasets": "4.8.5", "huggingface_hub": "1.33.0"})
-    assert "4.8.5" in note and "not available" in note and "\n" not in note

@@ -39,7 +39,7 @@ def test_snippet_runs_as_written_against_the_demo_caches(which, demo_cache, tmp_
     pytest.importorskip({1: "torchdata", 2: "transformers", 3: "accelerate"}.get(which, "torch"))
     (tmp_path / "cache").symlink_to(demo_cache, target_is_directory=True)
     old, namespace = os.getcwd(), {"__name__": "__readme__"}
-    os.chdir(tmp_path)  # the snippets read ./cache and may write beside it
+    os.chdir(tmp_path)  # the snippets read ./cache
     try:
         exec(compile(snippets()[which], f"README.md snippet {which + 1}", "exec"), namespace)
     finally:
@@ -47,3 +47,4 @@ def test_snippet_runs_as_written_against_the_demo_caches(which, demo_cache, tmp_
         # a function defined in the snippet refers to the namespace: clearing it frees the loaders now, in
         # order (freed later by the cycle collector, stopping their 4 worker processes took about 20 s)
         namespace.clear()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # nothing left where the snippet was run

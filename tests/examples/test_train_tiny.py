@@ -36,9 +36,15 @@ def run(train_tiny, capsys, cache, checkpoint, *args) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
+STEP_LINE = re.compile(r"(pretrain|sft) step (\d+)/(\d+): train loss (\S+) \| \d+ ms/step, ETA (?:\d+:)?\d+:\d\d$")
+
+
 def train_lines(lines: list[str]) -> list[str]:
-    """The step lines (val losses are also printed at a phase's last step, which differs between runs)."""
-    return [line for line in lines if "train loss" in line]
+    """The step lines as "pretrain step 3: train loss 4.123456", without the phase's length and the timing
+    (val losses are also printed at a phase's last step, which differs between runs)."""
+    steps = [STEP_LINE.match(line) for line in lines if "train loss" in line]
+    assert all(steps), [line for line in lines if "train loss" in line and not STEP_LINE.match(line)]
+    return [f"{m.group(1)} step {m.group(2)}: train loss {m.group(4)}" for m in steps]
 
 
 def val_losses(lines: list[str], phase: str) -> list[float]:
@@ -79,8 +85,38 @@ def test_prefetching_changes_no_loss_and_bf16_autocast_trains(train_tiny, demo_c
     saved = [torch.load(tmp_path / name, weights_only=True)["loader"] for name in ("a.pt", "b.pt")]
     assert saved[0] == saved[1]  # the state after the last batch trained on, not after those made ahead
     bf16 = run(train_tiny, capsys, demo_cache, tmp_path / "c.pt", "--steps", "2", "--sft-steps", "2", "--dtype", "bf16")
-    losses = [float(line.rsplit(" ", 1)[1]) for line in train_lines(bf16)]
+    losses = [float(line.rsplit(" ", 1)[1]) for line in train_lines(bf16)]  # "... train loss 4.123456"
     assert len(losses) == 4 and all(0 < loss < 20 for loss in losses)
+
+
+def test_a_run_writes_under_the_cache_and_says_its_step_time_eta_and_checkpoints(
+    train_tiny, demo_cache, tmp_path, capsys, monkeypatch
+):
+    cache = tmp_path / "cache"  # the demo caches, read through links: the run adds runs/ beside them
+    cache.mkdir()
+    for entry in demo_cache.iterdir():
+        (cache / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # where the command is typed: nothing may land here
+    args = ["--cache", str(cache), "--T", "64", "--steps", "3", "--sft-steps", "0", "--save-every", "2"]
+    train_tiny.main(args)
+    lines = capsys.readouterr().out.splitlines()
+    checkpoint = cache / "runs" / "train_tiny" / "checkpoint.pt"
+    assert [line for line in lines if line.startswith("checkpoint:")] == [
+        f"checkpoint: {checkpoint} (pretrain step 2/3)",
+        f"checkpoint: {checkpoint} (pretrain step 3/3)",
+    ]
+    assert torch.load(checkpoint, weights_only=True)["step"] == 3 and list(work.iterdir()) == []
+    steps = [STEP_LINE.match(line) for line in lines if "train loss" in line]
+    assert [(m.group(2), m.group(3)) for m in steps] == [("1", "3"), ("2", "3"), ("3", "3")]
+    assert steps[-1].group(0).endswith("ETA 0:00")  # the last step: nothing left
+
+    run = tmp_path / "run"
+    train_tiny.main([*args, "--steps", "4", "--out-dir", str(run), "--save-every", "4"])
+    assert f"checkpoint: {run / 'checkpoint.pt'} (pretrain step 4/4)" in capsys.readouterr().out.splitlines()
+    train_tiny.main([*args, "--steps", "5", "--out-dir", str(run), "--resume"])
+    assert f"resuming from {run / 'checkpoint.pt'} (pretrain step 4)" in capsys.readouterr().out.splitlines()
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def test_default_paths_derive_from_cache_dir(tiny_tokenizer, tiny_tokenizer_path
 def test_merge_pretrain_merges_the_parts_under_out_dir(tiny_tokenizer_path, tmp_path, monkeypatch, capsys):
     texts = tiny_corpus(80, seed=4)
     monkeypatch.setattr(
-        registry, "pretrain_input", lambda cfg, source, num_parts, part: stream_input(texts[part::num_parts])
+        registry, "pretrain_input", lambda cfg, source, num_parts, part, **kw: stream_input(texts[part::num_parts])
     )
     out = tmp_path / "fineweb_edu"
     spec = json.dumps({"pretrain": {"num_parts": 2}, "sources": {"fineweb_edu": {"val_doc_prob": 0.3}}})

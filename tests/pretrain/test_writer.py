@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from niels_gpt.data.gutenberg import iter_gutenberg, strip_gutenberg_boilerplate
 from niels_gpt.data.normalize import is_blank
+from niels_gpt.data.source import HubRead
 from niels_gpt.data.types import PretrainSample
 from niels_gpt.hashing import sha256_file
 from niels_gpt.layout import FORMAT_VERSION
@@ -68,8 +68,8 @@ def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer, monkey
     monkeypatch.setattr(batch_encode, "BATCH_DOCS", 7)  # draws span many batches
     texts = tiny_corpus(80, seed=3) + [""]  # the empty document still draws, but writes nothing
     meta = build_stream(texts, tmp_path, tiny_tokenizer, val_doc_prob=0.3, seed=11)
-    g = torch.Generator().manual_seed(11)
-    is_val = [torch.rand(1, generator=g).item() < 0.3 for _ in texts]
+    g = np.random.default_rng(11)
+    is_val = [g.random() < 0.3 for _ in texts]  # one draw per document, blank ones too
     want = {
         "train": [t for t, v in zip(texts, is_val) if not v and t],
         "val": [t for t, v in zip(texts, is_val) if v and t],
@@ -77,7 +77,7 @@ def test_stream_split_follows_the_recorded_rule(tmp_path, tiny_tokenizer, monkey
     for split in ("train", "val"):
         got = [tiny_tokenizer.decode(d) for d in documents(split_tokens(tmp_path, split), tiny_tokenizer.eot_id)]
         assert got == want[split]
-    assert "val_doc_prob=0.3" in meta["split_rule"] and "torch.rand(1" in meta["split_rule"]
+    assert "val_doc_prob=0.3" in meta["split_rule"] and "numpy.random.default_rng(seed)" in meta["split_rule"]
     assert meta["val_doc_prob"] == 0.3 and meta["documents_seen"] == len(texts)
 
 
@@ -320,13 +320,13 @@ def test_a_disabled_source_writes_empty_splits_and_a_meta_that_says_why(tmp_path
 
 def reference_stream(texts, tok, budgets: dict, p: float, seed: int):
     """route_batch's rule written out document by document: (tokens per split, read, blank, documents)."""
-    g = torch.Generator().manual_seed(seed)
+    g = np.random.default_rng(seed)
     room = {s: float("inf") if b is None else b for s, b in budgets.items()}
     tokens, docs, seen, blank = {"train": [], "val": []}, {"train": 0, "val": 0}, 0, 0
     for text in texts:
         if room["train"] <= 0 and (room["val"] <= 0 or p == 0):
             break
-        draw, ids = torch.rand(1, generator=g).item(), ([] if is_blank(text) else tok.encode(text))
+        draw, ids = g.random(), ([] if is_blank(text) else tok.encode(text))
         seen += 1
         if not ids:
             blank += 1
@@ -386,7 +386,8 @@ def test_bad_budgets_and_shard_sizes_are_refused_before_anything_is_written(tmp_
 
 
 def test_the_smallest_shard_holds_one_token(tmp_path, tiny_tokenizer):
-    meta = build_stream(tiny_corpus(3, seed=1), tmp_path, tiny_tokenizer, shard_bytes=2, max_train_tokens=5)
+    budgets = {"max_train_tokens": 5, "max_val_tokens": 0}  # val empty on purpose: 3 documents may all draw train
+    meta = build_stream(tiny_corpus(3, seed=1), tmp_path, tiny_tokenizer, shard_bytes=2, **budgets)
     assert [s["tokens"] for s in meta["shards"]["train"]] == [1] * 5 and len(list_shards(tmp_path / "train")) == 5
 
 
@@ -405,7 +406,9 @@ def test_a_loaders_cleaning_counts_are_those_of_the_documents_used_whatever_the_
     ]
     path = write_parquet(tmp_path / "en.parquet", {"id": [str(i) for i in range(len(books))], "text": books})
     prov: dict = {}
-    texts = iter_gutenberg(data_files={"en": str(path)}, split="en", shuffle=False, provenance=prov)
+    texts = iter_gutenberg(
+        read=HubRead("manu/project_gutenberg", split="en", data_files={"en": str(path)}), provenance=prov
+    )
     budgets = dict(max_train_tokens=300, max_val_tokens=0, val_doc_prob=0.0)
     meta = build_stream(texts, tmp_path / "out", tiny_tokenizer, provenance=prov, num_threads=num_threads, **budgets)
     used = [b.replace("\r\n", "\n").lstrip("\ufeff") for b in books[: meta["documents_seen"]]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
 from niels_gpt.layout import REPORT_FIGURES
-from niels_gpt.report.plotting import count, pct
+from niels_gpt.report.plotting import SMALL_POINTS, count, pct
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -75,3 +76,20 @@ def test_mixture_figures_show_the_configured_weights(planted_tree, tmp_path, fam
     assert run_cli(main, [*args, "--set", f"{key}={setting}"]) == 0
     text = svg_text((tmp_path / figure).read_bytes())
     assert all(pct(w) in text for w in weights.values()), text
+
+
+def test_no_text_is_smaller_than_9_points(drawn):
+    """SVG user units are points (72 per inch): a text's font-size in px is its size in points. (Log-axis
+    ticks, 10^k, are math text in parts, its exponent smaller by design: left out.)"""
+    for name, data in drawn.items():
+        if name.endswith(".svg"):
+            styles = [el.get("style", "") for el in ET.fromstring(data).iter(f"{SVG}text")]
+            sizes = [float(m.group(1)) for style in styles if (m := re.search(r"font-size: ([\d.]+)px", style))]
+            assert sizes and min(sizes) >= SMALL_POINTS == 9, (name, sorted(set(sizes)))
+
+
+def test_no_percentage_axis_runs_past_100_percent(drawn):
+    ticks = {name: svg_text(drawn[name]) for name in ("sft_mix.svg", "sft_supervision.svg", "tokenizer_vocab_use.svg")}
+    for name, text in ticks.items():
+        assert re.findall(r"\b(\d+)%", text) and not [t for t in re.findall(r"\b(\d+)%", text) if int(t) > 100], name
+    assert "100%" in ticks["tokenizer_vocab_use.svg"]  # vocabulary use: the whole vocabulary is the scale

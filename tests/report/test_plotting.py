@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from niels_gpt.report.plotting import (
+    SMALL_POINTS,
     bar_figure,
     count,
     footnote,
@@ -50,3 +51,21 @@ def test_labels():
     assert [count(v) for v in (999, 1_234, 5_600_000, 7.89e9)] == ["999", "1.2k", "5.6M", "7.9G"]
     assert pct(0.1234) == "12.3%"
     assert skipped_lines([{"name": "sft/oasst1", "reason": "not built: off"}]) == ["sft/oasst1: not built: off"]
+
+
+def test_a_long_bar_holds_its_label_inside_and_a_percent_axis_stops_at_100_percent():
+    fig, axes = bar_figure(2)
+    ax = axes[0][0]
+    grouped_barh(ax, ["a", "b"], {"x": [1.0, 0.1]}, fmt=pct, percent=True)
+    assert ax.get_xlim() == (0, 1.0)  # not 105 % or 125 %: the long bar's label goes inside it
+    full, short = ax.texts
+    assert (full.get_text(), full.get_horizontalalignment(), full.get_color()) == ("100.0%", "right", "white")
+    assert (short.get_text(), short.get_horizontalalignment(), short.get_color()) == ("10.0%", "left", "black")
+    assert all(t.get_fontsize() >= SMALL_POINTS == 9 for t in ax.texts)
+    pyplot().close(fig)
+
+
+def test_bars_get_taller_figures_as_groups_hold_more_bars():
+    heights = [bar_figure(3, bars_per_group=k)[0].get_figheight() for k in (1, 2, 4)]
+    assert heights[0] == heights[1] < heights[2]
+    pyplot().close("all")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import default_collate
+from torch.utils.data import DataLoader, default_collate
 
-from niels_gpt.training.batch_dict import KEYS, PACKED_KEYS, as_dict, check_ignore_index, items
+from niels_gpt.training.batch_dict import KEYS, PACKED_KEYS, BatchDict, as_dict, check_ignore_index, items
+from niels_gpt.training.mixture import MixedBatches
 
 B, T = 3, 6
 
@@ -81,3 +84,39 @@ def test_tensors_from_a_loader_batch_keep_their_values():
     assert batch["input_ids"] is x and batch["shift_labels"] is y
     with pytest.raises(ValueError, match="must be \\(B, T\\)"):
         as_dict(x[0], y[0])
+
+
+def one_buffer_cases():
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 99, (2, 3, 6))
+    y_masked = np.where(rng.random((3, 6)) < 0.5, y, -1)
+    seg = rng.integers(0, 3, (3, 6)).astype(np.int32)
+    pos = rng.integers(0, 6, (3, 6))
+    return [(x, y), (x, y, y_masked), (x, y, y_masked, seg, pos)]
+
+
+@pytest.mark.parametrize("rows", one_buffer_cases(), ids=["pretrain", "sft", "packed"])
+def test_a_one_buffer_batch_holds_the_same_tensors_as_views_of_one_buffer(rows):
+    want, got = as_dict(*rows, ignore_index=-1), as_dict(*rows, ignore_index=-1, one_buffer=True)
+    assert isinstance(got, BatchDict) and list(got) == list(want)
+    assert all(torch.equal(got[k], want[k]) and got[k].dtype == torch.int64 and got[k].is_contiguous() for k in want)
+    assert {t.untyped_storage().data_ptr() for t in got.values()} == {got.buffer.untyped_storage().data_ptr()}
+
+
+def test_a_batch_dict_pickles_as_its_buffer_unless_it_was_changed():
+    batch = as_dict(*one_buffer_cases()[0], one_buffer=True)
+    back = pickle.loads(pickle.dumps(batch))
+    assert isinstance(back, BatchDict) and all(torch.equal(back[k], batch[k]) for k in batch)
+    assert back["labels"].untyped_storage().data_ptr() == back["input_ids"].untyped_storage().data_ptr()
+    batch["labels"] = torch.zeros(3, 6, dtype=torch.int64)
+    changed = pickle.loads(pickle.dumps(batch))
+    assert type(changed) is dict and torch.equal(changed["labels"], torch.zeros(3, 6, dtype=torch.int64))
+
+
+def test_dataloader_workers_hand_over_one_buffer_per_batch(loader_caches):
+    mix = MixedBatches.pretrain(loader_caches, p={"wikitext": 0.5, "gutenberg": 0.5}, T=16, B=4, seed=0)
+    alone = [b for _, b in zip(range(4), DataLoader(mix, batch_size=None))]
+    workers = [b for _, b in zip(range(4), DataLoader(mix, batch_size=None, num_workers=2))]
+    for a, w in zip(alone, workers):
+        assert isinstance(w, BatchDict) and list(w) == list(a) and all(torch.equal(w[k], a[k]) for k in a)
+        assert len({t.untyped_storage().data_ptr() for t in w.values()}) == 1

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from niels_gpt.config import prepare_config
+from niels_gpt.data.source import SourceUnavailableError
 from niels_gpt.layout import RESUME_DIR
 from niels_gpt.pretrain.job import build_pretrain_source
 from niels_gpt.pretrain.resume import CHECKPOINT
@@ -65,29 +66,37 @@ def repo(hub, hub_root) -> str:
 
 
 @pytest.fixture
-def fresh(tmp_path, monkeypatch, isolated_hf_cache):
-    """Fresh datasets and hub caches, no cached HfFileSystem, short client sleeps and timeouts."""
-    import datasets
-    import huggingface_hub
-    from huggingface_hub import HfFileSystem, constants, file_download
-    from huggingface_hub.utils import _http
-
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", CLIENT_TIMEOUT_S)
-    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", CLIENT_TIMEOUT_S)
+def fresh(fresh_caches, monkeypatch):
+    """Fresh caches (`fresh_caches`) and huggingface_hub's sleeps between its own retries shortened."""
     import time as real_time
+
+    from huggingface_hub import file_download
+    from huggingface_hub.utils import _http
 
     fast = SimpleNamespace(**{n: getattr(real_time, n) for n in ("time", "monotonic", "perf_counter")})
     fast.sleep = lambda s: real_time.sleep(min(s, LIBRARY_SLEEP_S))
     monkeypatch.setattr(_http, "time", fast)
     monkeypatch.setattr(file_download, "time", fast)
+    return fresh_caches
+
+
+@pytest.fixture
+def fresh_caches(tmp_path, monkeypatch, isolated_hf_cache):
+    """Fresh datasets and hub caches, no cached HfFileSystem, short client timeouts."""
+    import datasets
+    import huggingface_hub
+    from huggingface_hub import HfFileSystem, constants
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", CLIENT_TIMEOUT_S)
+    monkeypatch.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", CLIENT_TIMEOUT_S)
     HfFileSystem.clear_instance_cache()
     assert huggingface_hub.constants.HF_HUB_CACHE == str(tmp_path / "hub")
     return tmp_path
 
 
-def config(repo: str) -> dict:
+def config(repo: str, hub: dict = HUB) -> dict:
     fineweb = {
         "dataset_id": repo,
         "config": None,
@@ -96,12 +105,12 @@ def config(repo: str) -> dict:
         "max_val_tokens": None,
         "val_doc_prob": 0.1,
     }
-    return prepare_config({"pretrain": {"shard_bytes": 4_000}, "sources": {"fineweb_edu": fineweb}, "hub": HUB})
+    return prepare_config({"pretrain": {"shard_bytes": 4_000}, "sources": {"fineweb_edu": fineweb}, "hub": hub})
 
 
-def build(repo: str, out: Path, tokenizer_path: str) -> dict:
+def build(repo: str, out: Path, tokenizer_path: str, hub: dict = HUB) -> dict:
     return build_pretrain_source(
-        config(repo), "fineweb_edu", tokenizer_path=tokenizer_path, out_dir=out, num_threads=1, log=lambda s: None
+        config(repo, hub), "fineweb_edu", tokenizer_path=tokenizer_path, out_dir=out, num_threads=1, log=lambda s: None
     )
 
 
@@ -133,30 +142,44 @@ def reference(repo, hub, tiny_tokenizer_path, tmp_path_factory):
     return SimpleNamespace(files=files_of(out), data_bytes=fetched)
 
 
-# (fault, whose retry recovers): "ours" = retry.py's (logged), "library" = huggingface_hub's own
+# (fault, whose retry recovers): "ours" = retry.py's (logged), "library" = huggingface_hub's own, "stops" = the
+# build stops with the one-line message (more failures in a row than the tries of the layers that retry);
+# where huggingface_hub releases differ, {major release: ...}: 1.x does not retry the tree listing
 CASES = {
     "reset mid parquet body": (lambda: faults.reset(faults.PARQUET, after_bytes=300), "library"),
     "429 Retry-After on revision info": (lambda: faults.rate_limit(faults.REVISION_INFO, retry_after=30), "ours"),
     "503 x2 on revision info": (lambda: faults.status(faults.REVISION_INFO, 503, count=2), "ours"),
-    "503 x2 on the tree listing": (lambda: faults.status(faults.TREE, 503, count=2), "library"),
-    "503 x8 on the tree listing": (lambda: faults.status(faults.TREE, 503, count=8), "ours"),
+    "503 x2 on the tree listing": (lambda: faults.status(faults.TREE, 503, count=2), {1: "ours", 2: "library"}),
+    "503 x8 on the tree listing": (lambda: faults.status(faults.TREE, 503, count=8), {1: "stops", 2: "ours"}),
     "503 x2 on the README HEAD": (lambda: faults.status(faults.README, 503, count=2, method="HEAD"), "library"),
     "503 x1 on the README GET": (lambda: faults.status(faults.README, 503, count=1, method="GET"), "ours"),
     "503 x8 on a data read": (lambda: faults.status(faults.PARQUET, 503, count=8, method="GET"), "ours"),
     "data read stalls past the timeout": (lambda: faults.stall(faults.PARQUET, 3 * CLIENT_TIMEOUT_S), "library"),
     "revision info stalls past the timeout": (lambda: faults.stall(faults.REVISION_INFO, 3 * CLIENT_TIMEOUT_S), "ours"),
-    "tree listing stalls for ever": (lambda: faults.stall(faults.TREE, 120), "library"),
+    "tree listing stalls for ever": (lambda: faults.stall(faults.TREE, 120), {1: "ours", 2: "library"}),
 }
+
+
+def recovered_by(who) -> str:
+    import huggingface_hub
+
+    return who[int(huggingface_hub.__version__.split(".")[0])] if isinstance(who, dict) else who
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_transient_fault_is_retried_and_the_build_is_byte_identical(
     case, repo, hub, reference, fresh, tiny_tokenizer_path, capsys
 ):
-    make, who = CASES[case]
+    make, who = CASES[case][0], recovered_by(CASES[case][1])
     hub.faults.clear()
     fault = hub.faults.add(make())
     try:
+        if who == "stops":
+            with pytest.raises(SourceUnavailableError) as info:
+                build(repo, fresh / "out", tiny_tokenizer_path)
+            assert "\n" not in str(info.value) and "run the same command again" in str(info.value)
+            assert not (fresh / "out" / "meta.json").exists()
+            return
         build(repo, fresh / "out", tiny_tokenizer_path)
     finally:
         hub.faults.clear()
@@ -179,7 +202,7 @@ def test_a_retry_after_is_honoured_up_to_its_cap(repo, hub, fresh, tiny_tokenize
 def test_a_hub_down_past_the_retries_stops_the_build_and_the_rerun_continues(
     repo, hub, reference, fresh, tiny_tokenizer_path
 ):
-    from niels_gpt.data.hub import HubRead, SourceUnavailableError, open_dataset
+    from niels_gpt.data.hub import HubRead, open_dataset
     from niels_gpt.data.resumable import ShuffledStream
 
     # the second file of the first group: read once that group's first file is done
@@ -216,3 +239,50 @@ def test_a_hub_down_past_the_retries_stops_the_build_and_the_rerun_continues(
     assert again and not {r.path.rsplit("/", 1)[-1] for r in again} & done  # the stream never fetches them again
     refetched = sum(r.bytes_sent for r in again)
     assert refetched < 0.5 * reference.data_bytes, (refetched, reference.data_bytes)
+
+
+def test_a_hub_answering_429_to_every_call_stops_the_build_with_one_line(repo, hub, fresh, tiny_tokenizer_path):
+    import time
+
+    hub.faults.clear()
+    hub.faults.add(faults.rate_limit(".", retry_after=1, count=10**6))
+    start = time.monotonic()
+    try:
+        with pytest.raises(SourceUnavailableError) as info:
+            build(repo, fresh / "out", tiny_tokenizer_path)
+    finally:
+        hub.faults.clear()
+    message = str(info.value)
+    assert "\n" not in message and repr(repo) in message and "429" in message, message
+    assert "run the same command again" in message and not (fresh / "out" / "meta.json").exists()
+    assert time.monotonic() - start < HUB["max_wait_s"] + CLIENT_TIMEOUT_S
+
+
+def test_a_hub_down_for_good_mid_stream_is_given_up_within_max_wait_whatever_layer_retries(
+    repo, hub, fresh_caches, tiny_tokenizer_path
+):
+    """huggingface_hub's own tries at their real pace (1, 2, 4 s apart) inside ours: from the first refused
+    request the build stops within hub.max_wait_s plus one request timeout, by the clock."""
+    import time
+
+    from niels_gpt.data.hub import HubRead, open_dataset
+    from niels_gpt.data.resumable import ShuffledStream
+
+    policy = {**HUB, "attempts": 20, "backoff_s": 0.5, "max_backoff_s": 2, "max_wait_s": 4}
+    read = HubRead(repo, streaming=True, shuffle=True, shuffle_buffer_size=40, seed=42)
+    target = ShuffledStream(open_dataset(read, {}), read).groups[0].names()[1].rsplit("/", 1)[-1]
+    hub.faults.clear()
+    hub.faults.add(faults.status(re.escape(target) + "$", 503, count=10**6, method="GET"))
+    first = len(hub.requests)
+    try:
+        with pytest.raises(SourceUnavailableError) as info:
+            build(repo, fresh_caches / "out", tiny_tokenizer_path, policy)
+        stopped = time.time()
+    finally:
+        hub.faults.clear()
+    refused = [r for r in hub.requests.snapshot()[first:] if r.fault]
+    waited = stopped - refused[0].time
+    print(f"gave up {waited:.1f} s after the first refused request ({len(refused)} refused)")
+    # without the deadline: 20 tries of ours, each after the library's 6 tries over 1 + 2 + 4 + 8 + 8 s
+    assert waited <= policy["max_wait_s"] + policy["request_timeout_s"], (waited, len(refused))
+    assert "run the same build again" in str(info.value) and "\n" not in str(info.value)
