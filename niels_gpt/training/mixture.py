@@ -12,9 +12,9 @@ for every k (k = 0: the main process makes every batch). Random mode: batch g is
 (seed, g, rank) (`MixedLoader.batch_at`). Epoch mode: every worker runs the whole plan (round robin and
 cursors, integers) but reads rows only for its own batches (`MixedLoader.skip` for the others').
 
-Handover: a worker's batch is a batch_dict.BatchDict, every tensor a view of one (fields, B, T) buffer, so it
-reaches the main process as one shared-memory block (not one per field), is pinned once by a DataLoader's
-pin_memory=True and copied to the GPU once by `batch.to(device, non_blocking=True)`.
+Handover: a batch made in a worker is a dict whose tensors are views of one (fields, B, T) buffer
+(batch_dict.as_dict(one_buffer=True)), so it reaches the main process as one shared-memory block, not one per
+key; in the main process (num_workers=0) the batch is made as a plain dict batch, no copy into a buffer.
 
 Resume: each worker's iterator is stateful, `state_dict()` = {"worker", "num_workers", "loader": its
 MixedLoader's state at its next batch (plan fingerprint included)}; StatefulDataLoader keeps one per
@@ -188,7 +188,7 @@ class MixedBatchIterator:
         return self
 
     def __next__(self) -> dict:
-        # in a worker: one buffer per batch, one shared-memory block to hand over (batch_dict.BatchDict)
+        # in a worker: one buffer per batch, one shared-memory block to hand over
         batch = next(self.loader).as_dict(self.dataset.ignore_index, one_buffer=self.num_workers > 0)
         self.loader.skip(self.stride - 1)  # the other workers' batches
         return batch
