@@ -48,7 +48,7 @@ from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.plan import plan_changes
 from niels_gpt.training.samplers import resolve_rank
 from niels_gpt.training.sources import weighted
-from niels_gpt.training.torch_data import OpenedWhereUsed
+from niels_gpt.training.torch_data import RESIDENT_IN_WORKERS, OpenedWhereUsed
 
 
 def open_streams_loader(
@@ -88,6 +88,7 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
         self.fingerprint = loader.fingerprint()
         self.mode, self.B, self.T = loader.mode, loader.B, loader.T
         self.rank, self.world_size = loader.rank, loader.world_size
+        self.resident = loader.assembler.resident
         self._opened = loader
 
     def _open(self) -> MixedLoader:
@@ -103,6 +104,8 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
 
     def __iter__(self) -> MixedBatchIterator:
         info = get_worker_info()  # None in the main process (num_workers=0)
+        if info is not None and self.resident:
+            raise ValueError(RESIDENT_IN_WORKERS)
         worker, num_workers = (0, 0) if info is None else (info.id, info.num_workers)
         return MixedBatchIterator(self, worker, num_workers)
 

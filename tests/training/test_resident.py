@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
 from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 from niels_gpt.sft.dataset import SFTExampleDataset
@@ -114,3 +115,11 @@ def test_a_resident_loader_resumes_from_a_host_loaders_state_and_back(mode, cach
     back = MixedLoader.sft(caches["loader"], **kw)
     back.load_state_dict(resumed.state_dict())
     assert resumed.state_dict() == host.state_dict() and torch.equal(next(back).x, next(host).x)
+
+
+def test_resident_datasets_refuse_dataloader_workers(caches):
+    mix = MixedBatches.pretrain(caches["loader"], p={"wikitext": 1.0}, T=16, B=4, seed=0, resident=True)
+    windows = PretrainWindows(caches["loader"] / "pretrain" / "wikitext" / "train", T=16, resident=True)
+    for loader in (DataLoader(mix, batch_size=None, num_workers=1), DataLoader(windows, batch_size=4, num_workers=1)):
+        with pytest.raises(ValueError, match="resident=True makes batches on the device in the main process"):
+            next(iter(loader))
