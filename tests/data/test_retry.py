@@ -317,7 +317,7 @@ def test_a_host_name_that_does_not_resolve_is_unreachable_at_once(restore_hub_se
     start = time.monotonic()
     with pytest.raises(retry.HubUnreachable) as info:
         http_backoff("GET", "http://hub.invalid/api/datasets/org/name")  # the library's own 6 tries: none here
-    assert time.monotonic() - start < 1 and retry.classify(info.value) == retry.UNREACHABLE
+    assert time.monotonic() - start < 5 and retry.classify(info.value) == retry.UNREACHABLE  # the library: 23 s
     assert "hub.invalid" in str(info.value)
     assert get_session() is not None
 
