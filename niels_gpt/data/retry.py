@@ -165,10 +165,10 @@ def classify(exc: BaseException) -> str:
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     chain = list(cause_chain(exc))
-    if constants.HF_HUB_OFFLINE or any(isinstance(e, (OfflineModeIsEnabled, HubUnreachable)) for e in chain):
-        return UNREACHABLE  # datasets re-raises offline mode as a bare ConnectionError: the constant says it
-    if any(isinstance(e, socket.gaierror) for e in chain):
+    if any(isinstance(e, (OfflineModeIsEnabled, HubUnreachable, socket.gaierror)) for e in chain):
         return UNREACHABLE
+    if constants.HF_HUB_OFFLINE and any(isinstance(e, ConnectionError) for e in chain):
+        return UNREACHABLE  # datasets re-raises offline mode as a bare ConnectionError: the constant says it
     permanent, transport = (*_permanent_types(), RetriesExhausted), _transport_error_types()
     for e in chain:
         if isinstance(e, permanent):
