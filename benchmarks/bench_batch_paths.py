@@ -11,9 +11,9 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
   resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
   prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
   DataLoader         README's recipe: `DataLoader(MixedBatches(mode="epoch"), batch_size=None, num_workers=2)`
-                     (pin_memory only with CUDA), dict batches (one buffer per batch: batch_dict.BatchDict);
+                     (pin_memory only with CUDA), dict batches (one buffer per batch: as_dict(one_buffer=True));
   DataLoader per-field  the same batches cloned field by field in the worker: one shared-memory tensor per
-                     field, the handover before BatchDict;
+                     field, the handover before one buffer per batch;
   nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack.
 Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
 process over the round divided by its batches (main thread + any producer or pin-memory thread of this
@@ -82,7 +82,7 @@ def nanogpt_get_batch(paths: list[Path], B: int, T: int):
 
 class PerField(IterableDataset):
     """A MixedBatches' batches with one tensor (one shared-memory block) per field: the handover before
-    batch_dict.BatchDict (the reference of the DataLoader rows)."""
+    one buffer per batch (the reference of the DataLoader rows)."""
 
     def __init__(self, batches):
         self.batches = batches
@@ -132,7 +132,7 @@ def _send_batches(queue, make, count: int, done) -> None:
 def handover(B: int, T: int, count: int = 200) -> dict[str, float]:
     """Main-process CPU microseconds to receive one dict batch from another process through a
     torch.multiprocessing queue (what a DataLoader worker's batch costs the main process before the
-    DataLoader's own bookkeeping): one tensor per field vs batch_dict.BatchDict's one buffer."""
+    DataLoader's own bookkeeping): one tensor per field vs as_dict(one_buffer=True)'s views of one buffer."""
     import torch.multiprocessing as mp
 
     from niels_gpt.training.batch_dict import as_dict

@@ -8,7 +8,7 @@ shared by every contender (only the batch source differs), trains on three synth
   in-loop     MixedLoader on the host (memory-mapped caches; pinned memory and non-blocking copies on CUDA);
   prefetch    `prefetch(MixedLoader, device, depth=2)`: a background thread makes the next batches;
   DataLoader  README's recipe: `DataLoader(MixedBatches, batch_size=None, num_workers=2, pin_memory=True)`, then
-              `batch.to(device, non_blocking=True)` (one buffer per batch) ;
+              each tensor's `.to(device, non_blocking=True)`;
   nanoGPT     nanoGPT's `get_batch`: memmap re-opened, B slices stacked, pinned, non_blocking (the outside reference).
 Presets: `gpt2` (GPT-2 small: d=768, 12 layers, 12 heads, vocab 50,304, B=32, T=1024) and `small` (6 x 384,
 6 heads, vocab 16,004, B=64, T=256). Loop styles: `every` (the loss is read, `loss.item()`, every step: the
@@ -99,7 +99,6 @@ def batch_sources(root: Path, B: int, T: int, device: torch.device) -> dict:
 
     def from_dicts(loader):
         for batch in loader:
-            batch = batch.to(device, non_blocking=True) if hasattr(batch, "to") else batch
             yield batch["input_ids"].to(device, non_blocking=True), batch["shift_labels"].to(device, non_blocking=True)
 
     mix = MixedBatches(partial(open_loader, str(root), **kw))

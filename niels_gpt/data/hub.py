@@ -36,14 +36,7 @@ from typing import Any, Protocol
 
 from niels_gpt.data import resumable, retry, stream_files
 from niels_gpt.data.local_files import open_local
-from niels_gpt.data.source import (  # noqa: F401 (DataFiles, unavailable: the loaders' names, read from here)
-    DEMO_HINT,
-    DataFiles,
-    HubDatasetError,
-    HubRead,
-    SourceUnavailableError,
-    unavailable,
-)
+from niels_gpt.data.source import HubDatasetError, HubRead, SourceUnavailableError, unavailable
 
 # a resolved hub commit inside a data file URL, e.g. hf://datasets/OpenAssistant/oasst1@<40 hex>/data/...
 _HF_URL_REVISION = re.compile(r"hf://datasets/(?P<repo>[^@\s]+?)@(?P<sha>[0-9a-f]{40})/")
@@ -52,11 +45,6 @@ _CACHE_PATH_REVISION = re.compile(r"/(?P<sha>[0-9a-f]{40})/[^/]+\.arrow$")
 
 ROW_BATCH = 1024  # rows fetched per Arrow take when reading a prepared dataset in shuffled order
 LISTED_NAMES = 40  # configs / splits named in an error line (fineweb-edu has one config per crawl: ~100)
-
-
-def is_unreachable_error(exc: BaseException) -> bool:
-    """True if waiting cannot help: the hub's name does not resolve or offline mode is on (retry.classify)."""
-    return retry.classify(exc) == retry.UNREACHABLE
 
 
 def _listing(names: Any) -> str:

@@ -10,17 +10,15 @@
 
 The deadline (`hub.max_wait_s`): from the first failure of one read, whatever layer is retrying it, the
 read gives up within `max_wait_s` plus one request timeout. Two layers retry a hub read:
-- huggingface_hub's `http_backoff` (6 tries, 1-8 s apart, a 429's Retry-After + 1 s). `configure` gives the
-  library an HTTP client (`set_client_factory`, a subclass of the client class it builds) that sees every
-  request: a request whose URL has been failing for longer than `max_wait_s` is refused (`DeadlineExceeded`,
-  which the library does not retry), a failure after which the library's next wait would pass the
-  deadline raises `DeadlineExceeded` at once, a host name that does not resolve raises `HubUnreachable`,
-  and a request sent without a read timeout (the tree listing) gets `request_timeout_s`;
+- huggingface_hub's `http_backoff` (6 tries, 1-8 s apart, a 429's Retry-After + 1 s): `configure` gives it
+  a client (`set_client_factory`) that sees every request and knows since when its URL fails: past
+  `max_wait_s`, or when the library's next wait would pass it, `DeadlineExceeded` (not retried there); a
+  host name that does not resolve: `HubUnreachable`; no read timeout (the tree listing): `request_timeout_s`;
 - ours, `call(fn, policy)`: `hub.open_dataset` retries `load_dataset`, `resumable.ShuffledStream` re-opens a
   streamed file at the row it had reached. Up to `attempts` tries, waits backoff_s * 2**k (at most
   max_backoff_s; a 429's Retry-After instead, up to retry_after_cap_s); its clock starts at the first
-  failure of the read (the library's included: the client knows since when a URL fails); a wait that would
-  pass `max_wait_s` is not taken: `RetriesExhausted`.
+  failure of the read (the library's included); a wait that would pass `max_wait_s` is not taken:
+  `RetriesExhausted` (and the read's failures are forgotten: a later read starts its own clock).
 `configure(policy)` applies the policy to the libraries once per process (again only when it changes):
 the client above and datasets' streaming retry constants (`stream_read_retries`, `stream_retry_interval_s`).
 """
@@ -95,9 +93,10 @@ class DeadlineExceeded(ConnectionError):
     """A hub request refused by the client: its URL has failed since `since` (time.monotonic()) and
     another try would pass `hub.max_wait_s`. Not an httpx error, so huggingface_hub does not retry it."""
 
-    def __init__(self, message: str, since: float, response: Any = None):
+    def __init__(self, message: str, since: float, key: str, response: Any = None):
         super().__init__(message)
-        self.since, self.response = since, response  # the failed answer, if any (its Retry-After counts)
+        self.since, self.key = since, key
+        self.response = response  # the failed answer, if any (its Retry-After counts)
 
 
 class HubUnreachable(ConnectionError):
@@ -148,16 +147,8 @@ def _permanent_types() -> tuple[type[BaseException], ...]:
     from datasets.exceptions import DataFilesNotFoundError, DatasetNotFoundError
     from huggingface_hub import errors
 
-    return (
-        DatasetNotFoundError,
-        DataFilesNotFoundError,
-        errors.RepositoryNotFoundError,  # GatedRepoError too
-        errors.RevisionNotFoundError,
-        errors.RemoteEntryNotFoundError,
-        errors.BadRequestError,
-        errors.DisabledRepoError,
-        RetriesExhausted,
-    )
+    hub = (errors.RepositoryNotFoundError, errors.RevisionNotFoundError, errors.RemoteEntryNotFoundError)  # gated too
+    return (DatasetNotFoundError, DataFilesNotFoundError, *hub, errors.BadRequestError, errors.DisabledRepoError)
 
 
 def _transport_error_types() -> tuple[type[BaseException], ...]:
@@ -174,11 +165,11 @@ def classify(exc: BaseException) -> str:
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     chain = list(cause_chain(exc))
-    if constants.HF_HUB_OFFLINE or any(isinstance(e, (OfflineModeIsEnabled, HubUnreachable)) for e in chain):
-        return UNREACHABLE  # datasets re-raises offline mode as a bare ConnectionError: the constant says it
-    if any(isinstance(e, socket.gaierror) for e in chain):
+    if any(isinstance(e, (OfflineModeIsEnabled, HubUnreachable, socket.gaierror)) for e in chain):
         return UNREACHABLE
-    permanent, transport = _permanent_types(), _transport_error_types()
+    if constants.HF_HUB_OFFLINE and any(isinstance(e, ConnectionError) for e in chain):
+        return UNREACHABLE  # datasets re-raises offline mode as a bare ConnectionError: the constant says it
+    permanent, transport = (*_permanent_types(), RetriesExhausted), _transport_error_types()
     for e in chain:
         if isinstance(e, permanent):
             return PERMANENT
@@ -189,11 +180,6 @@ def classify(exc: BaseException) -> str:
         if isinstance(e, OSError) and str(e).startswith(CONSISTENCY):
             return TRANSIENT
     return PERMANENT
-
-
-def is_transient(exc: BaseException) -> bool:
-    """True if waiting and trying again may help (`classify(exc) == TRANSIENT`)."""
-    return classify(exc) == TRANSIENT
 
 
 def call(
@@ -219,6 +205,7 @@ def call(
             first = min(x for x in (first, failing_since(e), now) if x is not None)
             pause = policy.wait(attempt, e)
             if attempt == policy.attempts or now + pause - first > policy.max_wait_s:
+                forget(e)  # this read is over: a later read of the same files starts its own clock
                 raise RetriesExhausted(what, attempt, now - first, e) from e
             reason = failure(e) if failure is not None else f"{type(e).__name__}: {short(e, 120)}"
             on_retry(f"{what}: {reason}; try {attempt + 1} of {policy.attempts} in {pause:g} s")
@@ -265,16 +252,28 @@ def _key(request: Any) -> str:
     return f"{request.method} {request.url}"
 
 
-def failing_since(exc: BaseException) -> float | None:
-    """The earliest time (time.monotonic()) since which a request in `exc`'s chain has been failing."""
-    times = []
+def _keys(exc: BaseException) -> list[str]:
+    """The requests (method and URL) that failed in `exc`'s chain."""
+    keys = []
     for e in cause_chain(exc):
         if isinstance(e, DeadlineExceeded):
-            times.append(e.since)
+            keys.append(e.key)
         request = getattr(getattr(e, "response", None), "request", None)
         if request is not None:
-            times.append(FAILURES.since(_key(request)))
-    times = [t for t in times if t is not None]
+            keys.append(_key(request))
+    return keys
+
+
+def forget(exc: BaseException) -> None:
+    """Forget the failures of the requests in `exc`'s chain (a read that gave up on them)."""
+    for key in _keys(exc):
+        FAILURES.ok(key)
+
+
+def failing_since(exc: BaseException) -> float | None:
+    """The earliest time (time.monotonic()) since which a request in `exc`'s chain has been failing."""
+    times = [e.since for e in cause_chain(exc) if isinstance(e, DeadlineExceeded)]
+    times += [t for t in map(FAILURES.since, _keys(exc)) if t is not None]
     return min(times) if times else None
 
 
@@ -304,6 +303,7 @@ def _guard(request: Any, *, failed: BaseException | None = None, response: Any =
             f"{request.method} {request.url}: failing for {waited:.0f} s ({n} tries; last: {what}); "
             f"hub.max_wait_s={policy.max_wait_s:g} s leaves no room for another try",
             since,
+            key,
             response,
         )
 
@@ -320,6 +320,7 @@ def _client_class(base: type) -> type:
                 raise DeadlineExceeded(
                     f"{request.method} {request.url}: failing for more than hub.max_wait_s={policy.max_wait_s:g} s",
                     since,
+                    _key(request),
                 )
             try:
                 response = super().send(request, **kwargs)

@@ -44,55 +44,13 @@ def check_ignore_index(ignore_index: int) -> int:
     return ignore_index
 
 
-class BatchDict(dict):
-    """A dict batch whose tensors are the views of one (fields, B, T) int64 buffer. Sent to another process (a
-    DataLoader worker's batch to the main process) it pickles as that one tensor, one shared-memory block
-    instead of one per field, and arrives as views of it; `pin_memory()` (the DataLoader's pin-memory thread
-    calls it) pins the buffer once and `to(device, non_blocking=...)` copies it once. A dict whose keys or
-    tensors were changed after it was made pickles as a plain dict."""
-
-    __slots__ = ("buffer", "_views")
-
-    def __init__(self, buffer: torch.Tensor, keys):
-        self.buffer, self._views = buffer, tuple(buffer)
-        super().__init__(zip(keys, self._views))
-
-    def intact(self) -> bool:
-        """Whether the keys and tensors are still the buffer's views, as made."""
-        if len(self) != len(self._views):
-            return False
-        return all(
-            isinstance(a, torch.Tensor)
-            and a.data_ptr() == b.data_ptr()
-            and a.shape == b.shape
-            and a.stride() == b.stride()
-            and a.dtype == b.dtype
-            for a, b in zip(self.values(), self._views)
-        )
-
-    def __reduce__(self):
-        if self.intact():
-            return BatchDict, (self.buffer, tuple(self))
-        return dict, (dict(self),)
-
-    def pin_memory(self, device=None) -> dict:
-        if not self.intact():
-            return {key: value.pin_memory() for key, value in self.items()}
-        return BatchDict(self.buffer.pin_memory(), tuple(self))
-
-    def to(self, device, non_blocking: bool = False) -> dict:
-        """The batch on `device`: the buffer copied once (each tensor on its own if the dict was changed)."""
-        if not self.intact():
-            return {key: value.to(device, non_blocking=non_blocking) for key, value in self.items()}
-        return BatchDict(self.buffer.to(device, non_blocking=non_blocking), tuple(self))
-
-
 def as_dict(
     x, y, y_masked=None, segment_ids=None, position_ids=None, *, ignore_index: int = IGNORE_INDEX, one_buffer=False
 ) -> dict:
     """The dict batch of rows given as a reader returns them ((B, T) numpy arrays or tensors, in the order
     of a reader's tuple): `y_masked` (SFT rows) ignores `ignore_index`, None for pretrain and byte rows.
-    `one_buffer=True`: a BatchDict, every tensor a view of one buffer (cheap to send to another process)."""
+    `one_buffer=True`: every tensor a view of one (fields, B, T) buffer, so that pickled to another process (a
+    DataLoader worker's batch to the main process) the batch travels as one shared-memory block, not one per key."""
     x, y = _int64(x), _int64(y)
     if x.dim() != 2 or x.shape != y.shape:
         raise ValueError(f"x and y must be (B, T) of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
@@ -101,7 +59,7 @@ def as_dict(
     B, T = x.shape
     if one_buffer:
         keys = KEYS if segment_ids is None else PACKED_KEYS
-        batch = BatchDict(torch.empty((len(keys), B, T), dtype=torch.int64, device=x.device), keys)
+        batch = dict(zip(keys, torch.empty((len(keys), B, T), dtype=torch.int64, device=x.device)))
         batch["input_ids"].copy_(x)
         shift_labels = batch["shift_labels"]
         shift_labels.copy_(y if y_masked is None else _int64(y_masked))

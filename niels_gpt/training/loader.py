@@ -94,7 +94,7 @@ class Batch:
     def as_dict(self, ignore_index: int = IGNORE_INDEX, *, one_buffer: bool = False) -> dict[str, torch.Tensor]:
         """The dict batch of these rows (niels_gpt.training.batch_dict: input_ids, labels, shift_labels,
         position_ids, packed rows segment_ids); `ignore_index`: what y_masked ignores (loader.ignore_index);
-        `one_buffer`: a BatchDict, its tensors views of one buffer (cheap to send between processes)."""
+        `one_buffer`: its tensors views of one buffer (one shared-memory block when sent to another process)."""
         fields = (self.x, self.y, self.y_masked, self.segment_ids, self.position_ids)
         return batch_dict.as_dict(*fields, ignore_index=ignore_index, one_buffer=one_buffer)
 

@@ -12,9 +12,9 @@ for every k (k = 0: the main process makes every batch). Random mode: batch g is
 (seed, g, rank) (`MixedLoader.batch_at`). Epoch mode: every worker runs the whole plan (round robin and
 cursors, integers) but reads rows only for its own batches (`MixedLoader.skip` for the others').
 
-Handover: a worker's batch is a batch_dict.BatchDict, every tensor a view of one (fields, B, T) buffer, so it
-reaches the main process as one shared-memory block (not one per field), is pinned once by a DataLoader's
-pin_memory=True and copied to the GPU once by `batch.to(device, non_blocking=True)`.
+Handover: a batch made in a worker is a dict whose tensors are views of one (fields, B, T) buffer
+(batch_dict.as_dict(one_buffer=True)), so it reaches the main process as one shared-memory block, not one per
+key; in the main process (num_workers=0) the batch is made as a plain dict batch, no copy into a buffer.
 
 Resume: each worker's iterator is stateful, `state_dict()` = {"worker", "num_workers", "loader": its
 MixedLoader's state at its next batch (plan fingerprint included)}; StatefulDataLoader keeps one per
@@ -48,7 +48,7 @@ from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.plan import plan_changes
 from niels_gpt.training.samplers import resolve_rank
 from niels_gpt.training.sources import weighted
-from niels_gpt.training.torch_data import OpenedWhereUsed
+from niels_gpt.training.torch_data import RESIDENT_IN_WORKERS, OpenedWhereUsed
 
 
 def open_streams_loader(
@@ -88,6 +88,7 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
         self.fingerprint = loader.fingerprint()
         self.mode, self.B, self.T = loader.mode, loader.B, loader.T
         self.rank, self.world_size = loader.rank, loader.world_size
+        self.resident = loader.assembler.resident
         self._opened = loader
 
     def _open(self) -> MixedLoader:
@@ -103,6 +104,8 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
 
     def __iter__(self) -> MixedBatchIterator:
         info = get_worker_info()  # None in the main process (num_workers=0)
+        if info is not None and self.resident:
+            raise ValueError(RESIDENT_IN_WORKERS)
         worker, num_workers = (0, 0) if info is None else (info.id, info.num_workers)
         return MixedBatchIterator(self, worker, num_workers)
 
@@ -188,7 +191,7 @@ class MixedBatchIterator:
         return self
 
     def __next__(self) -> dict:
-        # in a worker: one buffer per batch, one shared-memory block to hand over (batch_dict.BatchDict)
+        # in a worker: one buffer per batch, one shared-memory block to hand over
         batch = next(self.loader).as_dict(self.dataset.ignore_index, one_buffer=self.num_workers > 0)
         self.loader.skip(self.stride - 1)  # the other workers' batches
         return batch

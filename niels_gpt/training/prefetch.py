@@ -37,7 +37,6 @@ from contextlib import nullcontext
 import torch
 
 from niels_gpt.to_device import to_device
-from niels_gpt.training.batch_dict import BatchDict
 from niels_gpt.training.loader import check_int
 
 POLL_S = 0.05  # how often a thread waiting on a full queue checks whether it was closed
@@ -48,8 +47,6 @@ def move(batch, device: torch.device):
     """`batch` with every tensor in it on `device` (to_device), its structure kept."""
     if isinstance(batch, torch.Tensor):
         return batch if batch.device == device else to_device([batch], device)[0]
-    if isinstance(batch, BatchDict) and batch.intact():  # one buffer: one copy
-        return batch if batch.buffer.device == device else BatchDict(to_device([batch.buffer], device)[0], tuple(batch))
     if isinstance(batch, Mapping):
         moved = {key: move(value, device) for key, value in batch.items()}
         try:

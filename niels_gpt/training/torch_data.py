@@ -26,10 +26,15 @@ import operator
 import os
 
 import numpy as np
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.training import batch_dict
+
+RESIDENT_IN_WORKERS = (
+    "resident=True makes batches on the device in the main process, but this dataset is read by DataLoader "
+    "workers (each would copy the caches); use num_workers=0, or resident=False with workers"
+)
 
 
 class OpenedWhereUsed:
@@ -98,6 +103,8 @@ class _CacheItems(OpenedWhereUsed, Dataset):
         return batch_dict.items(self._batch(ids))
 
     def _batch(self, ids: np.ndarray) -> dict:
+        if self.resident and get_worker_info() is not None:
+            raise ValueError(RESIDENT_IN_WORKERS)
         reader = self.reader
         if reader.resident is not None:
             return batch_dict.as_dict(*reader.resident.rows(reader.resident.locate(ids)))

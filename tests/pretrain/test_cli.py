@@ -171,3 +171,15 @@ def test_merge_pretrain_merges_the_parts_under_out_dir(tiny_tokenizer_path, tmp_
     assert merged["num_parts"] == 2 and merged["train_tokens"] == sum(p["train_tokens"] for p in parts)
     out_text, err = capsys.readouterr()
     assert out_text == "" and f"merging 2 parts from {out / 'parts'}" in err and f"wrote {out}/meta.json" in err
+
+
+def test_build_pretrain_hands_the_jobs_spec_to_the_build(monkeypatch, tmp_path):
+    """The checkpoint of a stream build is keyed by the spec the Snakemake rule passes (pretrain/job.py)."""
+    from niels_gpt.pretrain import job
+
+    seen = {}
+    monkeypatch.setattr(job, "build_pretrain_source", lambda cfg, source, **kw: seen.update(kw))
+    spec = '{"seed": 5, "sources": {"fineweb_edu": {"val_doc_prob": 0.5}}}'
+    args = ["build-pretrain", "--source", "fineweb_edu", "--tokenizer", "t.model", "--out-dir", str(tmp_path)]
+    assert main([*args, "--spec", spec]) == 0
+    assert seen["spec"] == {"seed": 5, "sources": {"fineweb_edu": {"val_doc_prob": 0.5}}}

@@ -189,3 +189,20 @@ def test_meta_records_the_library_releases_a_stream_was_read_with(tmp_path, tiny
     stream = meta["provenance"]["stream"]
     assert stream["libraries"] == {"datasets": version("datasets"), "huggingface_hub": version("huggingface_hub")}
     assert stream["resume"] == "available"  # parquet files: read by resumable.py on every supported release
+
+
+def test_a_stream_checkpoint_is_keyed_by_the_jobs_spec():
+    from types import SimpleNamespace
+
+    from niels_gpt.layout import FORMAT_VERSION
+
+    cfg, tok = prepare_config({}), SimpleNamespace(sha256="ab" * 32)
+    spec = {"seed": 42, "demo": False, "sources": {"fineweb_edu": cfg["sources"]["fineweb_edu"]}}
+    key = pretrain_job.checkpoint_key(cfg, spec, tok, 3)
+    assert key == {"format_version": FORMAT_VERSION, "spec": spec, "part": 3, "tokenizer_sha256": "ab" * 32}
+    # without a spec (a direct call): the whole config but the retry settings, which never change the bytes
+    other_hub = prepare_config({"hub": {"attempts": 2, "checkpoint_tokens": 7}})
+    assert pretrain_job.checkpoint_key(cfg, None, tok, None) == pretrain_job.checkpoint_key(other_hub, None, tok, None)
+    assert pretrain_job.checkpoint_key(prepare_config({"seed": 1}), None, tok, None) != pretrain_job.checkpoint_key(
+        cfg, None, tok, None
+    )

@@ -139,3 +139,21 @@ def test_a_stream_not_in_enabled_sources_is_refused_naming_the_setting(demo, tmp
     ):
         build_stream_from_config(cfg, "roam", tmp_path)
     assert not tmp_path.joinpath("roam_train.bin").exists()
+
+
+def test_the_wiki_job_reads_one_pass_iterators_of_lines(demo, tmp_path, monkeypatch):
+    """The job asks the loader for lazy splits and writes them as they are read (never a list of lines)."""
+    from niels_gpt.streams import job
+
+    asked = {}
+
+    def lines(cfg, provenance=None, *, lazy=False):
+        asked["lazy"] = lazy
+        train = (f"line {i} of the train split" for i in range(1000))
+        return {"train": train, "val": iter(["a val line long enough for T"]), "test": iter([])}
+
+    monkeypatch.setattr(job, "wikitext_lines", lines)
+    metas = build_stream_from_config(demo, "wiki", tmp_path)
+    assert asked == {"lazy": True} and metas["train"]["n_docs"] == 1000
+    want = "\n\n".join(f"line {i} of the train split" for i in range(1000)).encode()
+    assert Path(stream_paths(tmp_path, "wiki", "train")[0]).read_bytes() == want

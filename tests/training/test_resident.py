@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
 from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
 from niels_gpt.sft.dataset import SFTExampleDataset
@@ -96,3 +97,29 @@ def test_caches_that_do_not_fit_are_refused_with_the_bytes_needed_and_free(cache
 
 def test_the_free_memory_of_the_cpu_is_known():
     assert resident_module.free_bytes(torch.device("cpu")) > 0
+
+
+@pytest.mark.parametrize("mode", ["random", "epoch"])
+def test_a_resident_loader_resumes_from_a_host_loaders_state_and_back(mode, caches):
+    kw = {"p": {"primer": 0.2, "oasst1": 0.5, "dolly15k": 0.3}, "T": 16, "B": 5, "seed": 2, "mode": mode}
+    host = MixedLoader.sft(caches["loader"], **kw)
+    straight = [next(host) for _ in range(8)]
+    saver = MixedLoader.sft(caches["loader"], **kw)
+    for _ in range(4):
+        next(saver)
+    resumed = MixedLoader.sft(caches["loader"], resident=True, **kw)
+    resumed.load_state_dict(saver.state_dict())
+    for want in straight[4:]:
+        got = next(resumed)
+        assert all(torch.equal(getattr(got, f), getattr(want, f)) for f in ("x", "y", "y_masked", "source"))
+    back = MixedLoader.sft(caches["loader"], **kw)
+    back.load_state_dict(resumed.state_dict())
+    assert resumed.state_dict() == host.state_dict() and torch.equal(next(back).x, next(host).x)
+
+
+def test_resident_datasets_refuse_dataloader_workers(caches):
+    mix = MixedBatches.pretrain(caches["loader"], p={"wikitext": 1.0}, T=16, B=4, seed=0, resident=True)
+    windows = PretrainWindows(caches["loader"] / "pretrain" / "wikitext" / "train", T=16, resident=True)
+    for loader in (DataLoader(mix, batch_size=None, num_workers=1), DataLoader(windows, batch_size=4, num_workers=1)):
+        with pytest.raises(ValueError, match="resident=True makes batches on the device in the main process"):
+            next(iter(loader))
