@@ -44,7 +44,8 @@ def readers(root, device: str) -> dict:
     packed = SFTExampleDataset.from_cache_dir(sft, "train", T=4 * T, device=device, packing=True)
     mixed = MixedLoader(pretrain, p={"a": 0.5, "b": 0.5}, B=6, seed=0)
     epoch = MixedLoader(pretrain, p={"a": 0.5, "b": 0.5}, B=6, seed=0, mode="epoch")
-    epoch.device = torch.device(device)  # a faked copy stays on the CPU, where the loader's probe saw the rows
+    for loader in (mixed, epoch):  # a faked copy stays on the CPU, where the loader's probe saw the rows
+        loader.device = loader.assembler.device = torch.device(device)
     streams = StreamBatcher(STREAMS, p={"a": 0.7, "b": 0.3}, T=T, device=device)
     return {
         "pretrain get_batch": lambda: pretrain["a"].get_batch(B=4, generator=g),

@@ -1,11 +1,11 @@
 """The CUDA calls of to_device and prefetch, faked on a machine without a GPU, so their CUDA branch runs.
 
 `FakeCuda(monkeypatch)`: `torch.cuda.is_available()` is True; `Tensor.pin_memory()` returns a copy marked
-pinned (`Tensor.is_pinned()` reads the mark); `Tensor.to(<a cuda device>, ...)` records (pinned?,
-non_blocking) in `copies` and returns the tensor unchanged (still on the CPU, so values can be compared);
-other `.to` calls run as usual. Streams and events record what is done with them in `log`, in order:
-("record", event, stream), ("wait", event, stream); the stream a prefetch thread runs under is
-`side_stream`, the consumer's `torch.cuda.current_stream()` is `main_stream`.
+pinned, and so does `torch.empty(..., pin_memory=True)` (`Tensor.is_pinned()` reads the mark);
+`Tensor.to(<a cuda device>, ...)` records (pinned?, non_blocking) in `copies` and returns the tensor unchanged
+(still on the CPU, so values can be compared); other `.to` calls run as usual. Streams and events record what
+is done with them in `log`, in order: ("record", event, stream), ("wait", event, stream); the stream a
+prefetch thread runs under is `side_stream`, the consumer's `torch.cuda.current_stream()` is `main_stream`.
 """
 
 from __future__ import annotations
@@ -55,6 +55,14 @@ class FakeCuda:
             copy.fake_pinned = True
             return copy
 
+        real_empty = torch.empty
+
+        def empty(*args, pin_memory=False, **kwargs):  # a buffer from the (absent) caching host allocator
+            tensor = real_empty(*args, **kwargs)
+            if pin_memory:
+                tensor.fake_pinned = True
+            return tensor
+
         def new_stream(device=None):
             self.side_stream = FakeStream("side", self.log)
             return self.side_stream
@@ -64,6 +72,7 @@ class FakeCuda:
             self.stream_contexts.append(s)
             yield s
 
+        monkeypatch.setattr(torch, "empty", empty)
         monkeypatch.setattr(torch.Tensor, "to", to)
         monkeypatch.setattr(torch.Tensor, "pin_memory", pin_memory)
         monkeypatch.setattr(torch.Tensor, "is_pinned", lambda tensor: getattr(tensor, "fake_pinned", False))
