@@ -15,6 +15,7 @@ by `stateful_loader`.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,5 +66,8 @@ def _checked_loader_class():
 
 def stateful_loader(dataset, **options):
     """torchdata's `StatefulDataLoader(dataset, **options)`, whose plain `load_state_dict` refuses a state saved
-    with another num_workers with `check_num_workers`' message (torchdata's own fails on an assert)."""
-    return _checked_loader_class()(dataset, **options)
+    with another num_workers with `check_num_workers`' message (torchdata's own fails on an assert).
+    torchdata 0.11 calls torch.set_vital, which torch 2.13 deprecates: that warning is not the user's to see."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="'set_vital' is deprecated", category=UserWarning)
+        return _checked_loader_class()(dataset, **options)

@@ -133,3 +133,15 @@ def test_a_state_of_another_plan_is_refused_with_the_mixed_loader_message(loader
     loader.load_state_dict(json.loads(json.dumps(saver.state_dict())))
     with pytest.raises(ValueError, match="refusing to resume from a state of a different loader \\(seed: state has 7"):
         take(loader, 1)
+
+
+def test_a_stateful_loader_says_nothing_about_torchdatas_deprecated_calls():
+    import warnings
+
+    from niels_gpt.training.loader_state import stateful_loader
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        loader = stateful_loader(list(range(8)), batch_size=4, num_workers=0)
+        assert [len(b) for b in loader] == [4, 4]
+    assert not [w for w in seen if "set_vital" in str(w.message)], [str(w.message) for w in seen]
