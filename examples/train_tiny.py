@@ -217,7 +217,8 @@ def main(argv=None) -> None:
     ap.add_argument("--cache", default="cache")
     ap.add_argument("--steps", type=int, default=200, help="pretraining steps (default 200)")
     ap.add_argument("--sft-steps", type=int, default=200, help="fine-tuning steps (default 200)")
-    ap.add_argument("--sft-mix", default='{"primer": 0.1, "oasst1": 0.7, "dolly15k": 0.2}', help="JSON weights")
+    sft_mix = '{"primer": 0.1, "oasst1": 0.7, "dolly15k": 0.2}'
+    ap.add_argument("--sft-mix", default=sft_mix, help='JSON weights, or a schedule [[step, {"oasst1": 1.0}], ...]')
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast (default fp32)")
     ap.add_argument("--attention", choices=ATTENTION, default="auto", help="packed rows (default auto: flex on CUDA)")

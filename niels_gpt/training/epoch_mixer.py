@@ -1,29 +1,33 @@
 """Epoch mode of MixedLoader: which source each row of a step comes from, and which item it reads.
 
-`EpochMixer(sources, p, seed=..., rank=..., world_size=...)` holds, for the sources of one loader
-(sorted names, weights > 0):
-  - one round_robin.SmoothRoundRobin over rows with weights p (the same on every rank);
+`EpochMixer(sources, schedule, seed=..., rank=..., world_size=...)` holds, for the sources of one loader
+(the schedule's names: weight > 0 at some step):
+  - one round_robin.ScheduledRoundRobin over rows with the weights of each step (the same on every rank);
   - per source an epoch_order.RankCursor over its `len(source)` items, seeded with
     `source_seed(seed, name)`, reading this rank's positions of each epoch and rolling over on its own.
-`assign(B)` gives the source of each of the next B rows, `take(k, count)` source k's next items (the
-loader reads them, sources in name order, into the rows that source was assigned: assembly.py).
-Its whole position is `state()`: each source's epoch and cursor and the credits
-(plain ints). `restore` checks a saved position for consistency before taking it: the credits give
-how many rows each source has read after `rows` rows in all, and epoch * items_per_epoch + cursor
-must equal that count.
+`assign(B, step)` gives the source of each of the B rows of batch `step`, `take(k, count)` source k's next
+items (the loader reads them, sources in name order, into the rows that source was assigned: assembly.py).
+A source's cursor moves only when it reads, so its epoch order continues across weight changes (a weight
+of 0 pauses it). Its whole position is `state()`: each source's epoch and cursor and the credits over
+their unit (plain ints). `restore` checks a saved position for consistency before taking it: the rows
+each source is owed after `steps` batches (B * schedule.target) less its credits is what it has read,
+and epoch * items_per_epoch + cursor must equal that count. A source the state does not name (its weight
+was 0 so far) starts at epoch 0, cursor 0.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from niels_gpt.sampling import splitmix64
 from niels_gpt.training.epoch_order import RankCursor
-from niels_gpt.training.round_robin import SmoothRoundRobin
+from niels_gpt.training.round_robin import ScheduledRoundRobin
+from niels_gpt.training.schedule import Schedule
 
 _MASK64 = (1 << 64) - 1
 
@@ -38,17 +42,17 @@ def source_seed(seed: int, name: str) -> int:
 class EpochMixer:
     """Round robin over rows + one RankCursor per source (module docstring)."""
 
-    def __init__(self, sources: Mapping[str, Any], p: Mapping[str, float], *, seed: int, rank: int, world_size: int):
+    def __init__(self, sources: Mapping[str, Any], schedule, *, seed: int, rank: int, world_size: int):
         unfit = [name for name, src in sources.items() if not (hasattr(src, "rows") and hasattr(src, "__len__"))]
         if unfit:
             raise TypeError(
                 f"mode='epoch' reads each source as items (len(source), source.rows(ids)), and {unfit} do not "
                 "offer that; use mode='random' for them"
             )
-        self.sources, self.names = sources, sorted(sources)
-        self.p = [p[name] for name in self.names]
+        schedule = Schedule.of(schedule).used()
+        self.sources, self.names, self.schedule = sources, list(schedule.names), schedule
         self.seed, self.rank, self.world_size = seed, rank, world_size
-        self.round_robin = SmoothRoundRobin(self.p)
+        self.round_robin = ScheduledRoundRobin(schedule)
         self.cursors = {name: self._cursor(name, 0, 0) for name in self.names}
 
     def _cursor(self, name: str, epoch: int, cursor: int) -> RankCursor:
@@ -64,21 +68,21 @@ class EpochMixer:
         except ValueError as e:
             raise ValueError(f"source {name!r}: {e}") from None
 
-    def assign(self, B: int) -> tuple[np.ndarray, list[int]]:
-        """The source index of each of the next B rows (int64 (B,)) and how many rows each source got."""
-        which = self.round_robin.assign(B)
+    def assign(self, B: int, step: int) -> tuple[np.ndarray, list[int]]:
+        """The source index of each of the B rows of batch `step` (int64 (B,)) and how many rows each source got."""
+        which = self.round_robin.assign(B, step)
         return which, np.bincount(which, minlength=len(self.names)).tolist()
 
     def take(self, k: int, count: int) -> np.ndarray:
         """The next `count` items of source number k (its cursor moves on)."""
         return self.cursors[self.names[k]].take(count)
 
-    def skip(self, B: int, batches: int) -> None:
-        """Move past `batches` batches of B rows without reading a row: the round robin runs, and each
-        source's cursor moves by the rows it was assigned."""
+    def skip(self, B: int, step: int, batches: int) -> None:
+        """Move past `batches` batches of B rows from batch `step` on without reading a row: the round robin
+        runs, and each source's cursor moves by the rows it was assigned."""
         read = np.zeros(len(self.names), dtype=np.int64)
-        for _ in range(batches):
-            read += np.bincount(self.round_robin.assign(B), minlength=len(self.names))
+        for s in range(step, step + batches):
+            read += np.bincount(self.round_robin.assign(B, s), minlength=len(self.names))
         for name, rows in zip(self.names, read.tolist()):
             self.cursors[name].skip(rows)
 
@@ -87,26 +91,38 @@ class EpochMixer:
         return {name: cursor.epoch for name, cursor in self.cursors.items()}
 
     def state(self) -> dict:
+        credits, unit = self.round_robin.position()
         return {
             "sources": {name: {"epoch": c.epoch, "cursor": c.cursor} for name, c in self.cursors.items()},
-            "credits": dict(zip(self.names, self.round_robin.credits)),
+            "credits": dict(zip(self.names, credits)),
+            "credit_unit": unit,
         }
 
-    def restore(self, state: Mapping[str, Any], rows: int) -> None:
-        """Take the position `state()` saved after `rows` rows in all, once it proves consistent."""
+    def restore(self, state: Mapping[str, Any], B: int, steps: int) -> None:
+        """Take the position `state()` saved after `steps` batches of B rows, once it proves consistent."""
         try:
-            credits = [state["credits"][name] for name in self.names]
-            saved = {name: (state["sources"][name]["epoch"], state["sources"][name]["cursor"]) for name in self.names}
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"epoch-mode state lacks {e} (it needs 'credits' and 'sources' of {self.names})") from None
-        round_robin = SmoothRoundRobin(self.p, credits=credits)
+            saved_credits, unit = state["credits"], state["credit_unit"]
+            credits = [saved_credits.get(name, 0) for name in self.names]
+            sources = state["sources"]
+            saved = {
+                name: (sources[name]["epoch"], sources[name]["cursor"]) if name in sources else (0, 0)
+                for name in self.names
+            }
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(
+                f"epoch-mode state lacks {e} (it needs 'credits', 'credit_unit' and 'sources' of {self.names})"
+            ) from None
+        ints = [unit, *credits]
+        if any(isinstance(c, bool) or not isinstance(c, int) for c in ints) or unit < 1 or sum(credits) != 0:
+            raise ValueError(f"epoch-mode state: credits {credits} over unit {unit!r} are not ints summing to 0")
+        owed = [B * t for t in self.schedule.target(steps)]
         cursors = {}
-        for name, count in zip(self.names, round_robin.counts(rows)):
+        for name, due, credit in zip(self.names, owed, credits):
             cursor = cursors[name] = self._cursor(name, *saved[name])
-            read = cursor.position
-            if read != count:
+            count = due - Fraction(credit, unit)
+            if cursor.position != count:
                 raise ValueError(
                     f"inconsistent epoch-mode state: source {name!r} at epoch {cursor.epoch}, cursor "
-                    f"{cursor.cursor:,} has read {read:,} rows, but its credits say {count:,}"
+                    f"{cursor.cursor:,} has read {cursor.position:,} rows, but its credits say {count}"
                 )
-        self.round_robin, self.cursors = round_robin, cursors
+        self.round_robin, self.cursors = ScheduledRoundRobin(self.schedule, credits, unit), cursors

@@ -2,19 +2,21 @@
 by rank - the training-time loader.
 
 `MixedLoader(sources, p=..., B=..., seed=..., rank=0, world_size=1, mode="random")` is an endless
-iterator of `Batch`es. A source is anything with `get_batch(*, B, generator)` returning (x, y)
-(PretrainTokenStreamDataset, StreamBatcher), (x, y, y_masked) (SFTExampleDataset) or (x, y, y_masked,
-segment_ids, position_ids) (SFTExampleDataset(packing=True)), each (B, T); all sources of one loader
-must return the same fields with the same T and device (so packed and padded SFT sources are not
-mixed: `MixedLoader.sft(..., packing=True)` packs them all), and SFT sources the same ignore_index
-(`loader.ignore_index`, for the loss). What the sources must share is checked once (sources.py).
-Sources with weight 0 are dropped before anything else (never read, not part of `names`), so adding
-a zero-weight source never changes a batch.
+iterator of `Batch`es. `p` is the mixture: fixed weights {source: weight}, or a schedule
+[(step, {source: weight}), ...], linear between breakpoints and constant after the last (schedule.py);
+fixed weights are the schedule [(0, p)] and give the same batches. A source is anything with
+`get_batch(*, B, generator)` returning (x, y) (PretrainTokenStreamDataset, StreamBatcher), (x, y, y_masked)
+(SFTExampleDataset) or (x, y, y_masked, segment_ids, position_ids) (SFTExampleDataset(packing=True)), each
+(B, T); all sources of one loader must return the same fields with the same T and device (so packed and
+padded SFT sources are not mixed: `MixedLoader.sft(..., packing=True)` packs them all), and SFT sources the
+same ignore_index (`loader.ignore_index`, for the loss). What the sources must share is checked once (sources.py).
+Sources with weight 0 at every step are dropped before anything else (never read, not part of `names`),
+so adding a zero-weight source never changes a batch.
 
 mode="random": every batch is drawn independently, with replacement. Batch number `step` on rank `r`
 is a pure function of (seed, step, r) and the sources: a fresh generator
 `torch.Generator().manual_seed(derive_seed(seed, step, rank))` (niels_gpt.sampling) draws, in order,
-  1. `draw_sources(p, B, g)`: the source of every row (sources in sorted-name order);
+  1. `draw_sources(p(step), B, g)`: the source of every row (sources in sorted-name order);
   2. for each source with k > 0 rows, in sorted-name order: `source.get_batch(B=k, generator=g)`;
      its rows go, in order, to the batch rows that drew it.
 Ranks sample independently (rank r's stream depends on (seed, step, r) only); there is no epoch.
@@ -23,8 +25,8 @@ mode="epoch": every item of a source is read once per epoch of that source. Each
 also a sequence of items: `len(source)` and `source.rows(ids)` -> the tuple get_batch returns, as
 numpy arrays, for items `ids` (stride-T windows of a pretrain split or a byte stream, kept SFT
 examples, packed SFT rows). For each step:
-  1. round_robin.SmoothRoundRobin(p) assigns the B rows to sources, so that after any number n of
-     rows each source has its share p_i * n of them within 1 (counted across steps);
+  1. round_robin.ScheduledRoundRobin assigns the B rows to sources, so that after any number of steps
+     each source has read B times the sum of its weights over those steps, within 1 row;
   2. each source with k rows reads its next k items: epoch_order.RankCursor over the seeded order
      of its epochs (seed `epoch_mixer.source_seed(seed, name)`), this rank taking positions rank, rank +
      world_size, ...; a source whose epoch ends starts its next one (sources roll over on their own);
@@ -36,11 +38,14 @@ In both modes the rows are read as one batch (training/assembly.py): window sour
 per row and the whole batch is one gather and one cast; SFT sources one rows() call each. The rows are
 those of each source's own get_batch / rows(), bit for bit.
 
-Resume: `state_dict()` holds the next step, the plan fingerprint (niels_gpt.training.plan: seed, p,
+Resume: `state_dict()` holds the next step, the plan fingerprint (niels_gpt.training.plan: seed, schedule,
 B, T, mode, rank, world_size, state version, each source's cache identity) and, in epoch mode, each
 source's epoch and cursor and the round-robin credits. `load_state_dict` refuses a state of another
-plan with one message naming what differs, and otherwise continues exactly: the restored loader
-yields the batches the original would have yielded next (same caches, same torch version).
+plan with one message naming what differs, and a schedule whose weights differ from the saved one at a
+step already read with one naming the first breakpoint where they part; breakpoints after the saved step
+may be added, moved or removed (a new source too, once its weight so far was 0), and the batches from
+there on follow the new schedule. Otherwise it continues exactly: the restored loader yields the batches
+the original would have yielded next (same caches, same torch version).
 `skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
 `Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
 """
@@ -57,18 +62,18 @@ import torch
 
 from niels_gpt import layout
 from niels_gpt.chat_template import IGNORE_INDEX
-from niels_gpt.sampling import check_mixture, derive_seed, draw_sources
+from niels_gpt.sampling import derive_seed, draw_sources
 from niels_gpt.training import batch_dict
 from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
+from niels_gpt.training.schedule import Schedule
 from niels_gpt.training.sources import (
     FIELDS,
     check_same_tokenizer,
     common_ignore_index,
     open_weighted,
     probe,
-    weighted,
 )
 
 MODES = ("random", "epoch")
@@ -107,6 +112,17 @@ def check_int(name: str, value, low: int, high: int | None = None) -> int:
     return value
 
 
+def check_names(schedule: Schedule, sources: Mapping[str, Any]) -> None:
+    """Every source named by the schedule and every name a source, else one error saying which."""
+    unknown = sorted(set(schedule.mentioned) - set(sources))
+    missing = sorted(set(sources) - set(schedule.mentioned))
+    if unknown or missing:
+        raise ValueError(
+            f"loader mixture p names sources that are not available: {unknown}; sources missing from it: "
+            f"{missing} (available: {sorted(sources)})"
+        )
+
+
 class MixedLoader:
     """Endless deterministic batches over `sources` mixed by `p`; resumable, sharded by rank."""
 
@@ -114,14 +130,15 @@ class MixedLoader:
         self,
         sources: Mapping[str, Any],
         *,
-        p: Mapping[str, float],
+        p,
         B: int,
         seed: int,
         rank: int = 0,
         world_size: int = 1,
         mode: str = "random",
     ):
-        check_mixture(p, sources, what="loader mixture p")
+        self.schedule = Schedule.of(p)
+        check_names(self.schedule, sources)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.mode = mode
@@ -129,8 +146,9 @@ class MixedLoader:
         self.seed = check_int("seed", seed, -(1 << 63))
         self.world_size = check_int("world_size", world_size, 1)
         self.rank = check_int("rank", rank, 0, self.world_size)
-        self.names = [name for name in sorted(p) if p[name] > 0]
-        self.p = {name: float(p[name]) for name in self.names}
+        self.schedule = self.schedule.used()
+        self.names = list(self.schedule.names)
+        self.p = self.schedule.at(0)  # the weights at step 0 (the whole mixture when p is fixed)
         self.sources = {name: sources[name] for name in self.names}
         self.arity, self.T, self.device = probe(self.sources)
         check_same_tokenizer(self.sources)
@@ -139,7 +157,7 @@ class MixedLoader:
         self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
         self.step = 0
         self.mixer = (
-            EpochMixer(self.sources, self.p, seed=self.seed, rank=self.rank, world_size=self.world_size)
+            EpochMixer(self.sources, self.schedule, seed=self.seed, rank=self.rank, world_size=self.world_size)
             if mode == "epoch"
             else None
         )
@@ -155,7 +173,7 @@ class MixedLoader:
             )
         B = self.B
         g = torch.Generator().manual_seed(derive_seed(self.seed, step, self.rank))
-        _, idx = draw_sources(self.p, B, g)
+        _, idx = draw_sources(self.schedule.at(step), B, g)
         which = idx.numpy()
         counts = np.bincount(which, minlength=len(self.names)).tolist()
         out = self.assembler.random(which, counts, g)
@@ -174,7 +192,7 @@ class MixedLoader:
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
-        which, counts = self.mixer.assign(self.B)
+        which, counts = self.mixer.assign(self.B, self.step)
         tensors = self.assembler.epoch(which, counts, self.mixer.take)
         if len(tensors) != self.arity:
             raise ValueError(f"sources returned {len(tensors)} arrays from rows(), {self.arity} from get_batch")
@@ -187,13 +205,19 @@ class MixedLoader:
         also runs the round robin and moves each source's cursor by the rows it was assigned."""
         check_int("batches", batches, 0)
         if self.mixer is not None:
-            self.mixer.skip(self.B, batches)
+            self.mixer.skip(self.B, self.step, batches)
         self.step += batches
 
     def fresh(self) -> MixedLoader:
         """A new loader over the same sources and plan, at step 0 (its own position, round robin and cursors)."""
         return MixedLoader(
-            self.sources, p=self.p, B=self.B, seed=self.seed, rank=self.rank, world_size=self.world_size, mode=self.mode
+            self.sources,
+            p=self.schedule,
+            B=self.B,
+            seed=self.seed,
+            rank=self.rank,
+            world_size=self.world_size,
+            mode=self.mode,
         )
 
     def __iter__(self) -> MixedLoader:
@@ -211,7 +235,7 @@ class MixedLoader:
             "version": STATE_VERSION,
             "mode": self.mode,
             "seed": self.seed,
-            "p": dict(self.p),
+            "schedule": self.schedule.state(),
             "B": self.B,
             "T": self.T,
             "rank": self.rank if self.mode == "epoch" else None,
@@ -228,19 +252,39 @@ class MixedLoader:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue where `state` was saved. Its fingerprint must equal this loader's (zero weights
-        aside); in random mode rank may differ: every rank is at the same step, so one checkpoint
-        (e.g. rank 0's) restores all ranks. In epoch mode each rank loads its own state."""
+        aside), its schedule this one's at every step already read (module docstring); in random mode
+        rank may differ: every rank is at the same step, so one checkpoint (e.g. rank 0's) restores all
+        ranks. In epoch mode each rank loads its own state."""
         if not isinstance(state, Mapping) or "step" not in state:
             raise ValueError(f"not a MixedLoader state (no 'step'): {state!r}")
-        refuse_other_plan(state.get("fingerprint"), self.fingerprint())
+        saved = state.get("fingerprint")
+        mine = self.fingerprint()
+        saved_schedule = saved.get("schedule") if isinstance(saved, Mapping) else None
+        if isinstance(saved, Mapping):  # the caches of sources both name; the schedule below
+            shared = set(mine["caches"]) & set(saved.get("caches") or {})
+            saved = {**saved, "caches": {n: c for n, c in (saved.get("caches") or {}).items() if n in shared}}
+            saved.pop("schedule", None)
+            mine["caches"] = {n: c for n, c in mine["caches"].items() if n in shared}
+        refuse_other_plan(saved, {k: v for k, v in mine.items() if k != "schedule"})
         step = check_int("state['step']", state["step"], 0)
+        try:
+            past = Schedule.of(saved_schedule)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"refusing to resume: the state's schedule is not one ({e})") from None
+        differs = self.schedule.first_difference(past, step)
+        if differs:
+            raise ValueError(
+                f"refusing to resume at step {step:,}: the loader's schedule changes steps already read: {differs}; "
+                f"keep the breakpoints up to step {step:,} as saved (in a ramp, end it with a breakpoint at step "
+                f"{step:,}) and edit only later ones"
+            )
         if self.mixer is not None:
-            self.mixer.restore(state, rows=step * self.B)
+            self.mixer.restore(state, self.B, step)
         self.step = step
 
     def __repr__(self) -> str:
         return (
-            f"MixedLoader(mode={self.mode!r}, p={self.p}, B={self.B}, T={self.T}, seed={self.seed}, "
+            f"MixedLoader(mode={self.mode!r}, p={self.schedule!r}, B={self.B}, T={self.T}, seed={self.seed}, "
             f"rank={self.rank}/{self.world_size}, step={self.step:,})"
         )
 
@@ -301,7 +345,7 @@ class MixedLoader:
         return cls._from_caches(layout.sft_dir, cache_dir, open_source, p=p, seed=seed, **mixing)
 
     @classmethod
-    def _from_caches(cls, source_dir, cache_dir, open_source, *, p: Mapping[str, float], **settings) -> MixedLoader:
-        """The loader over `open_source(source_dir(cache_dir, name))` for every source with weight > 0."""
-        sources = open_weighted(p, source_dir, cache_dir, open_source)
-        return cls(sources, p=weighted(p), **settings)
+    def _from_caches(cls, source_dir, cache_dir, open_source, *, p, **settings) -> MixedLoader:
+        """The loader over `open_source(source_dir(cache_dir, name))` for every source with weight > 0 somewhere."""
+        schedule = Schedule.of(p).used()
+        return cls(open_weighted(schedule, source_dir, cache_dir, open_source), p=schedule, **settings)

@@ -47,7 +47,7 @@ from niels_gpt.training.batch_dict import check_ignore_index
 from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.plan import plan_changes
 from niels_gpt.training.samplers import resolve_rank
-from niels_gpt.training.sources import weighted
+from niels_gpt.training.schedule import Schedule
 from niels_gpt.training.torch_data import RESIDENT_IN_WORKERS, OpenedWhereUsed
 
 
@@ -55,19 +55,19 @@ def open_streams_loader(
     streams_dir,
     split: str = "train",
     *,
-    p: Mapping[str, float],
+    p,
     T: int,
     device="cpu",
     resident: bool = False,
     **mixing,
 ) -> MixedLoader:
     """A MixedLoader over the byte streams of one split in `streams_dir` (e.g. cache/streams): one source per
-    stream with weight > 0 in `p` (a StreamBatcher of that stream alone, on `device`, `resident` there when
-    asked); `mixing`: B, seed, rank, ..."""
+    stream with weight > 0 somewhere in `p` (weights or a schedule; a StreamBatcher of that stream alone, on
+    `device`, `resident` there when asked); `mixing`: B, seed, rank, ..."""
     from niels_gpt.streams.batches import StreamBatcher, load_stream_cache
 
-    p = weighted(p)
-    streams = load_stream_cache(streams_dir, split, list(p))
+    p = Schedule.of(p).used()
+    streams = load_stream_cache(streams_dir, split, p.names)
     sources = {
         name: StreamBatcher({name: stream}, p={name: 1.0}, T=T, device=device) for name, stream in streams.items()
     }
@@ -86,7 +86,7 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
             raise ValueError(f"open_loader must open a MixedLoader at step 0, got {loader!r}")
         self.ignore_index = IGNORE_INDEX if loader.ignore_index is None else check_ignore_index(loader.ignore_index)
         self.fingerprint = loader.fingerprint()
-        self.mode, self.B, self.T = loader.mode, loader.B, loader.T
+        self.mode, self.B, self.T, self.schedule = loader.mode, loader.B, loader.T, loader.schedule
         self.rank, self.world_size = loader.rank, loader.world_size
         self.resident = loader.assembler.resident
         self._opened = loader
@@ -115,7 +115,7 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
 
     def __repr__(self) -> str:
         return (
-            f"MixedBatches(mode={self.mode!r}, p={self.fingerprint['p']}, B={self.B}, T={self.T}, "
+            f"MixedBatches(mode={self.mode!r}, p={self.schedule!r}, B={self.B}, T={self.T}, "
             f"seed={self.fingerprint['seed']}, rank={self.rank}/{self.world_size})"
         )
 

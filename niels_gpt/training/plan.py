@@ -3,7 +3,7 @@
 A loader's fingerprint is a small dict of plain values:
   version     STATE_VERSION (the layout of states and the meaning of their positions)
   mode        "random" or "epoch"
-  seed, p, B, T, world_size
+  seed, schedule, B, T, world_size (schedule: compared by MixedLoader.load_state_dict up to the saved step)
   rank        the rank in epoch mode (each rank's cursors are its own); None in random mode, whose
               state is just the step, the same on every rank, so any rank may load it
   caches      {source: identity}: each reader's digest of its data, taken from meta.json (pretrain
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-STATE_VERSION = 2  # 2: states carry the fingerprint (and epoch positions); bump when their meaning changes
+STATE_VERSION = 3  # 2: states carry the fingerprint (and epoch positions); 3: a schedule, credits over a unit
 _SHOWN_DIGEST = 12  # hex digits of a cache identity shown in an error
 
 

@@ -20,7 +20,6 @@ import torch
 
 from niels_gpt import layout
 from niels_gpt.meta import is_built, read_meta
-from niels_gpt.sampling import check_mixture
 
 FIELDS = ("x", "y", "y_masked", "segment_ids", "position_ids")  # what a source's tuple holds, in order
 KINDS = {2: "(x, y)", 3: "(x, y, y_masked)", 5: "packed (x, y, y_masked, segment_ids, position_ids)"}
@@ -79,19 +78,18 @@ def check_same_fields(arities: Mapping[str, int]) -> None:
     )
 
 
-def open_weighted(p: Mapping[str, float], source_dir, cache_dir, open_source) -> dict:
-    """`open_source(its folder)` for every source with weight > 0, after refusing one that was not built."""
-    check_mixture(p, p, what="loader mixture p")
+def open_weighted(p, source_dir, cache_dir, open_source) -> dict:
+    """`open_source(its folder)` for every source with weight > 0 at some step of the mixture `p` (weights or a
+    schedule), after refusing one that was not built."""
+    from niels_gpt.training.schedule import Schedule
+
+    schedule = Schedule.of(p)
     sources = {}
-    for name, weight in weighted(p).items():
+    for name in schedule.names:
         root = Path(source_dir(cache_dir, name))
-        refuse_not_built(root, name, weight)
+        refuse_not_built(root, name, schedule.weight(name))
         sources[name] = open_source(root)
     return sources
-
-
-def weighted(p: Mapping[str, float]) -> dict[str, float]:
-    return {name: float(w) for name, w in sorted(p.items()) if w > 0}
 
 
 def refuse_not_built(root: Path, name: str, weight: float) -> None:

@@ -195,14 +195,14 @@ def test_state_holds_step_positions_credits_and_the_fingerprint(caches):
     assert sum(state["credits"].values()) == 0
     assert state["sources"]["c"] == {"epoch": 0, "cursor": 8}  # 40 rows * 0.2 = 8 of its 11 per epoch
     fp = state["fingerprint"]
-    assert (fp["mode"], fp["rank"], fp["world_size"], fp["B"], fp["T"], fp["seed"], fp["p"]) == (
+    assert (fp["mode"], fp["rank"], fp["world_size"], fp["B"], fp["T"], fp["seed"], fp["schedule"]) == (
         "epoch",
         1,
         2,
         B,
         T,
         3,
-        P,
+        [[0, P]],
     )
     assert set(fp["caches"]) == set(P) and all(len(v) == 64 for v in fp["caches"].values())
 
@@ -213,7 +213,6 @@ def test_state_holds_step_positions_credits_and_the_fingerprint(caches):
         ({"seed": 4}, "seed: state has 3, loader has 4"),
         ({"B": 4}, "B: state has 8, loader has 4"),
         ({"T": 4}, "T: state has 8, loader has 4"),
-        ({"p": {"a": 0.6, "b": 0.2, "c": 0.2}}, "p: state has"),
         ({"rank": 1, "world_size": 2}, "rank: state has 0, loader has 1; world_size: state has 1, loader has 2"),
         ({"mode": "random"}, "mode: state has 'epoch', loader has 'random'"),
     ],
@@ -235,7 +234,7 @@ def test_changed_cache_and_old_state_versions_are_refused(caches, tmp_path, tiny
         sft_loader(tmp_path).load_state_dict(state)
     assert "dolly15k" not in str(e.value)  # rebuilt from the same chats: same sha256s, same identity
     old = {k: v for k, v in state.items() if k != "fingerprint"} | {"version": 1}
-    with pytest.raises(ValueError, match="no plan fingerprint.*older niels_gpt.*version 2"):
+    with pytest.raises(ValueError, match="no plan fingerprint.*older niels_gpt.*version 3"):
         sft_loader(caches).load_state_dict(old)
 
 
@@ -285,9 +284,9 @@ class Items:
         return (values, 2 * values) if self.arity == 2 else (values,) * self.arity
 
 
-def next_arrays(mixer: EpochMixer, B: int):
-    """(source of each row, the batch's arrays) of the next B rows, read as MixedLoader reads them."""
-    which, counts = mixer.assign(B)
+def next_arrays(mixer: EpochMixer, B: int, step: int = 0):
+    """(source of each row, the batch's arrays) of batch `step`'s B rows, read as MixedLoader reads them."""
+    which, counts = mixer.assign(B, step)
     sources = {name: mixer.sources[name] for name in mixer.names}
     tensors = Assembler(sources, B=B, T=1, device=torch.device("cpu")).epoch(which, counts, mixer.take)
     return which, [t.numpy() for t in tensors]
@@ -301,8 +300,8 @@ def test_each_sources_rows_are_its_cursors_next_items_in_the_rows_it_was_assigne
     cursors = {
         name: RankCursor(n, source_seed(3, name), rank=rank, world_size=world_size) for name, n in (("a", 7), ("b", 5))
     }
-    for _ in range(7):  # 28 rows: several epochs of both sources, and credits in the middle of a period
-        which, (values, doubled) = next_arrays(mixer, 4)
+    for step in range(7):  # 28 rows: several epochs of both sources, and credits in the middle of a period
+        which, (values, doubled) = next_arrays(mixer, 4, step)
         assert np.array_equal(which, round_robin.assign(4)) and np.array_equal(doubled, 2 * values)
         for k, (name, first) in enumerate((("a", 0), ("b", 100))):
             assert np.array_equal(values[which == k], first + cursors[name].take(int((which == k).sum())))
@@ -313,6 +312,7 @@ def test_each_sources_rows_are_its_cursors_next_items_in_the_rows_it_was_assigne
     assert mixer.state() == {
         "sources": {name: {"epoch": c.epoch, "cursor": c.cursor} for name, c in cursors.items()},
         "credits": {"a": round_robin.credits[0], "b": round_robin.credits[1]},
+        "credit_unit": round_robin.total,
     }
 
 

@@ -118,7 +118,6 @@ def test_invalid_rank_is_refused(loader_caches, rank, world_size, message):
         {"seed": 8},
         {"B": 4},
         {"world_size": 3},
-        {"p": {"fineweb_edu": 1.0}},
         {"version": 0},
         {"T": 32},
         {"mode": "epoch"},

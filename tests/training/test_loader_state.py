@@ -1,6 +1,7 @@
 """Exact resume through torchdata's StatefulDataLoader: N + M batches equal N batches, a JSON save, a new
 process, a load and M batches (the mixture in random and epoch mode, the map-style dataset with its sampler
-across an epoch end; 0 and 2 workers); states of another worker count or another plan are refused."""
+across an epoch end, the mixture in the middle of a schedule's ramp; 0 and 2 workers); states of another worker
+count or another plan are refused."""
 
 from __future__ import annotations
 
@@ -19,20 +20,21 @@ from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.samplers import EpochSampler
 from niels_gpt.training.torch_data import PretrainWindows
 from tests.support.dict_batches import same, take
+from tests.training.test_schedule import RAMP
 
 ROOT = Path(__file__).resolve().parents[2]
 P = {"fineweb_edu": 0.5, "wikitext": 0.3, "gutenberg": 0.2}  # the sources of loader_caches
 N, M = 13, 17  # mixture: 30 batches of 8 rows cross epoch ends of every source (35-39 windows at T=64)
 # (kind, mode, num_workers); "items": PretrainWindows of wikitext (35 windows) + EpochSampler, batches of 4:
 # N batches end in the second epoch, M more reach the fourth
-CASES = [
-    (kind, mode, k) for kind, mode in (("mixture", "random"), ("mixture", "epoch"), ("items", None)) for k in (0, 2)
-]
+# "ramp": the mixture under a schedule whose ramp is under way at batch N (test_schedule.RAMP)
+KINDS = (("mixture", "random"), ("mixture", "epoch"), ("items", None), ("ramp", "random"), ("ramp", "epoch"))
+CASES = [(kind, mode, k) for kind, mode in KINDS for k in (0, 2)]
 
 
 def make_loader(root: Path, kind: str, mode: str | None, num_workers: int, seed: int = 7) -> StatefulDataLoader:
-    if kind == "mixture":
-        ds = MixedBatches.pretrain(root, p=P, T=64, B=8, seed=seed, mode=mode)
+    if kind in ("mixture", "ramp"):
+        ds = MixedBatches.pretrain(root, p=P if kind == "mixture" else RAMP, T=64, B=8, seed=seed, mode=mode)
         return StatefulDataLoader(ds, batch_size=None, num_workers=num_workers)
     ds = PretrainWindows(root / "pretrain" / "wikitext" / "train", T=64)
     return StatefulDataLoader(ds, batch_size=4, sampler=EpochSampler(ds, seed=seed), num_workers=num_workers)

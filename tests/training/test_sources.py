@@ -23,7 +23,6 @@ from niels_gpt.training.sources import (
     open_weighted,
     probe,
     refuse_not_built,
-    weighted,
 )
 from tests.support.chats import random_chats
 from tests.support.corpus import tiny_corpus
@@ -181,11 +180,6 @@ def test_only_weighted_sources_are_opened_in_name_order(tmp_path):
     with pytest.raises(ValueError, match=r"loader mixture p must sum to 1"):
         open_weighted({"a": 0.25, "b": 0.5}, lambda cache_dir, name: cache_dir / name, tmp_path, open_source)
     assert len(opened) == 2
-
-
-def test_weighted_keeps_positive_weights_as_floats_in_name_order():
-    kept = weighted({"c": 1, "a": 0.0, "b": 0.5})
-    assert list(kept.items()) == [("b", 0.5), ("c", 1.0)] and isinstance(kept["c"], float)
 
 
 def test_a_weighted_source_without_meta_is_refused_with_the_path(loader_caches, tmp_path):

@@ -1,0 +1,191 @@
+"""Mixture schedules: the weight of every source at every step, exact.
+
+A schedule is a list of breakpoints `[(step, {source: weight}), ...]`: the first at step 0, steps strictly
+increasing, each breakpoint's weights >= 0 summing to 1 (within sampling.SUM_TOLERANCE; a source it does not
+name has weight 0 there). Between two breakpoints every weight moves linearly with the step; after the last
+it stays constant. Fixed weights `{source: weight}` are the schedule `[(0, weights)]`.
+
+Exact values: each breakpoint's weights are read as the decimals Python prints for them (round_robin's
+`integer_weights`) and divided by their sum, so the weight q_i(s) of source i at step s is a Fraction, and
+`target(n)` = sum of q_i(s) over steps s < n (rows per batch row: times B it is the rows source i is owed
+after n batches) is one as well. `at(step)` is the float mixture for random mode (the breakpoint's own
+floats at a breakpoint and after the last one, so fixed weights draw exactly as before schedules).
+
+Resume: `first_difference(saved, steps)` compares two schedules over the steps already read (0 .. steps - 1)
+and names the first breakpoint where they part, or returns None: later breakpoints may change freely.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from niels_gpt.sampling import SUM_TOLERANCE
+
+Weights = dict[str, float]
+
+
+def _decimal(x: float) -> Fraction:
+    return Fraction(repr(float(x)))
+
+
+class Schedule:
+    """Breakpoints (step, weights), linear between them, constant after the last (module docstring)."""
+
+    def __init__(self, breakpoints: Sequence[tuple[int, Mapping[str, float]]]):
+        points = []
+        for k, point in enumerate(breakpoints):
+            if not (isinstance(point, (tuple, list)) and len(point) == 2 and isinstance(point[1], Mapping)):
+                raise ValueError(f"schedule breakpoint {k} must be (step, {{source: weight}}), got {point!r}")
+            step, weights = point
+            if isinstance(step, bool) or not isinstance(step, int) or step < (points[-1][0] + 1 if points else 0):
+                after = f"> {points[-1][0]}" if points else ">= 0"
+                raise ValueError(f"schedule breakpoint {k}: step must be an int {after}, got {step!r}")
+            bad = {n: w for n, w in weights.items() if not isinstance(n, str) or not float(w) >= 0}
+            total = float(sum(float(w) for w in weights.values()))
+            if bad or abs(total - 1.0) > SUM_TOLERANCE:
+                where = "" if len(breakpoints) == 1 else f" breakpoint {k} (step {step})"
+                raise ValueError(
+                    f"loader mixture p{where} must sum to 1 (within {SUM_TOLERANCE}) with every weight >= 0, "
+                    f"got {dict(weights)}"
+                )
+            points.append((step, {str(n): float(w) for n, w in sorted(weights.items())}))
+        if not points or points[0][0] != 0:
+            raise ValueError(f"a schedule needs breakpoints starting at step 0, got {list(breakpoints)!r}")
+        self.breakpoints = tuple(points)
+        self.mentioned = sorted({n for _, w in points for n in w})
+        self.names = [n for n in self.mentioned if any(w.get(n, 0.0) > 0 for _, w in points)]
+        self.steps = [s for s, _ in points]
+        self._q = [self._exact(w) for _, w in points]  # each breakpoint's weights as Fractions over names
+        self._floats = [tuple(w.get(n, 0.0) for n in self.names) for _, w in points]
+        self._ints = [self._integers(q) for q in self._q]
+
+    @classmethod
+    def of(cls, p: Any) -> Schedule:
+        """`p` as a schedule: a Schedule, fixed weights {source: weight}, or breakpoints [(step, weights), ...]."""
+        if isinstance(p, Schedule):
+            return p
+        if isinstance(p, Mapping):
+            return cls([(0, p)])
+        if isinstance(p, (list, tuple)):
+            return cls([tuple(point) if isinstance(point, list) else point for point in p])
+        raise TypeError(f"a mixture is {{source: weight}} or a schedule [(step, {{source: weight}}), ...], got {p!r}")
+
+    def _exact(self, weights: Mapping[str, float]) -> tuple[Fraction, ...]:
+        decimals = [_decimal(weights.get(n, 0.0)) for n in self.names]
+        total = sum(decimals)
+        return tuple(d / total for d in decimals)
+
+    @staticmethod
+    def _integers(q: Sequence[Fraction]) -> tuple[tuple[int, ...], int]:
+        """The smallest integers proportional to q (sum 1) and their sum."""
+        total = math.lcm(*(f.denominator for f in q))
+        return tuple(int(f * total) for f in q), total
+
+    def used(self) -> Schedule:
+        """This schedule over the sources with weight > 0 somewhere (the ones a loader opens)."""
+        if self.names == self.mentioned:
+            return self
+        return Schedule([(s, {n: w[n] for n in self.names if n in w}) for s, w in self.breakpoints])
+
+    def weight(self, name: str) -> float:
+        """The largest weight `name` has anywhere (for messages)."""
+        return max(w.get(name, 0.0) for _, w in self.breakpoints)
+
+    def _segment(self, step: int) -> int:
+        """The last breakpoint at or before `step`."""
+        if step >= self.steps[-1]:
+            return len(self.steps) - 1
+        lo, hi = 0, len(self.steps) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if self.steps[mid] <= step else (lo, mid)
+        return lo
+
+    def _constant_at(self, step: int) -> int | None:
+        """k if the weights at `step` are breakpoint k's exactly (at it, after the last, or on a flat stretch)."""
+        k = self._segment(step)
+        if step == self.steps[k] or k == len(self.steps) - 1 or self._q[k] == self._q[k + 1]:
+            return k
+        return None
+
+    def exact(self, step: int) -> tuple[Fraction, ...]:
+        """q_i(step) over `names`, Fractions summing to 1."""
+        k = self._constant_at(step)
+        if k is not None:
+            return self._q[k]
+        k = self._segment(step)
+        t = Fraction(step - self.steps[k], self.steps[k + 1] - self.steps[k])
+        return tuple(a + (b - a) * t for a, b in zip(self._q[k], self._q[k + 1]))
+
+    def integers(self, step: int) -> tuple[tuple[int, ...], int]:
+        """q(step) as the smallest integers proportional to it and their sum (one object per flat stretch)."""
+        k = self._constant_at(step)
+        return self._ints[k] if k is not None else self._integers(self.exact(step))
+
+    def at(self, step: int) -> Weights:
+        """The float mixture at `step` over `names` (random mode's draw)."""
+        k = self._constant_at(step)
+        values = self._floats[k] if k is not None else tuple(float(q) for q in self.exact(step))
+        return dict(zip(self.names, values))
+
+    def target(self, steps: int) -> list[Fraction]:
+        """Sum of q_i(s) over s < steps, per source: the rows source i is owed per batch row."""
+        total = [Fraction(0)] * len(self.names)
+        for k, start in enumerate(self.steps):
+            end = self.steps[k + 1] if k + 1 < len(self.steps) else steps
+            m = min(end, steps) - start
+            if m <= 0:
+                break
+            if k + 1 < len(self.steps):
+                slope_sum = Fraction(m * (m - 1), 2 * (end - start))
+                total = [t + m * a + (b - a) * slope_sum for t, a, b in zip(total, self._q[k], self._q[k + 1])]
+            else:
+                total = [t + m * a for t, a in zip(total, self._q[k])]
+        return total
+
+    def _q_of(self, step: int, names: Sequence[str]) -> tuple[Fraction, ...]:
+        q = dict(zip(self.names, self.exact(step)))
+        return tuple(q.get(n, Fraction(0)) for n in names)
+
+    def first_difference(self, saved: Schedule, steps: int) -> str | None:
+        """None if this schedule has `saved`'s weights at every step < `steps`, else what differs first."""
+        if steps <= 0:
+            return None
+        names = sorted(set(self.names) | set(saved.names))
+        probes = sorted({s for s in self.steps + saved.steps if s < steps} | {steps - 1})
+        differ = [s for s in probes if self._q_of(s, names) != saved._q_of(s, names)]
+        if not differ:
+            return None
+        # both are linear between probes: agreeing at the probe before, they differ from the step after it
+        step = max([s + 1 for s in probes if s < differ[0]] + [0])
+        k = 0
+        while k < min(len(self.breakpoints), len(saved.breakpoints)) and self._same_point(saved, k):
+            k += 1
+        mine = self.breakpoints[k] if k < len(self.breakpoints) else "none"
+        theirs = saved.breakpoints[k] if k < len(saved.breakpoints) else "none"
+        return f"breakpoint {k} is {theirs} in the state and {mine} in the loader (weights differ from step {step:,})"
+
+    def _same_point(self, other: Schedule, k: int) -> bool:
+        names = sorted(set(self.names) | set(other.names))
+        mine = dict(zip(self.names, self._q[k]))
+        theirs = dict(zip(other.names, other._q[k]))
+        same_q = all(mine.get(n, 0) == theirs.get(n, 0) for n in names)
+        return self.steps[k] == other.steps[k] and same_q
+
+    def state(self) -> list[list]:
+        """Plain lists and dicts (JSON- and torch.save-able): [[step, {source: weight}], ...]."""
+        return [[s, dict(w)] for s, w in self.breakpoints]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Schedule) and self.breakpoints == other.breakpoints
+
+    def __hash__(self) -> int:
+        return hash(tuple((s, tuple(w.items())) for s, w in self.breakpoints))
+
+    def __repr__(self) -> str:
+        if len(self.breakpoints) == 1:
+            return repr(self.breakpoints[0][1])
+        return "Schedule(" + repr([(s, w) for s, w in self.breakpoints]) + ")"
