@@ -7,7 +7,8 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
   torch gather       the reference: B rows gathered from the three sources' ids held in memory as one int64
                      tensor, `flat[starts[:, None] + arange(T + 1)]` (x, y views; starts from one randint);
   index_select       the strict reference: one index_select of that tensor's (n - T, T+1) unfold view;
-  host random/epoch  `next(MixedLoader(...))` over the memory-mapped caches (the default);
+  host random/epoch  `next(MixedLoader(...))` over the memory-mapped caches (the default); "ramp": under a
+                     schedule whose weights change every step (RAMP; absent before schedules);
   resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
   prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
   DataLoader         README's recipe: `DataLoader(MixedBatches(mode="epoch"), batch_size=None, num_workers=2)`
@@ -44,6 +45,7 @@ from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.prefetch import prefetch
 
 MIX = {"fineweb_edu": 0.6, "gutenberg": 0.1, "wikitext": 0.3}
+RAMP = [(0, MIX), (10**6, {"fineweb_edu": 0.2, "gutenberg": 0.5, "wikitext": 0.3})]  # a new mixture each step
 SHARDS = [3_000_000, 1_000_000]  # tokens per shard, two shards per source: 24 MB of ids in all
 PRESETS = {"small": (64, 256, 9.5), "gpt2": (32, 1024, 56.0)}  # B, T, GPU step (ms) measured on an H100
 
@@ -92,10 +94,10 @@ class PerField(IterableDataset):
             yield {key: value.clone() for key, value in batch.items()}
 
 
-def open_loader(root: str, *, T: int, resident: bool = False, **mixing) -> MixedLoader:
+def open_loader(root: str, *, T: int, resident: bool = False, p=None, **mixing) -> MixedLoader:
     """MixedLoader over the synthetic sources in `root` (a module-level function: workers unpickle it)."""
     sources = {name: PretrainTokenStreamDataset(Path(root) / name, T=T) for name in MIX}
-    loader = MixedLoader(sources, p=MIX, **mixing)
+    loader = MixedLoader(sources, p=MIX if p is None else p, **mixing)
     return loader.made_resident() if resident else loader  # the openers' resident=True
 
 
@@ -106,6 +108,11 @@ def contenders(root: Path, B: int, T: int) -> dict:
     out = {"torch gather": gather, "index_select": index_select}
     for mode in ("random", "epoch"):
         out[f"host {mode}"] = open_loader(root, mode=mode, **kw).__next__
+    try:  # every step on a ramp (a schedule's weights change each step)
+        for mode in ("random", "epoch"):
+            out[f"host {mode} ramp"] = open_loader(root, mode=mode, p=RAMP, **kw).__next__
+    except (AttributeError, TypeError, ValueError):  # a niels_gpt before schedules
+        pass
     try:
         for mode in ("random", "epoch"):
             out[f"resident {mode}"] = open_loader(root, mode=mode, resident=True, **kw).__next__

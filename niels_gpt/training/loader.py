@@ -148,7 +148,7 @@ class MixedLoader:
         self.rank = check_int("rank", rank, 0, self.world_size)
         self.schedule = self.schedule.used()
         self.names = list(self.schedule.names)
-        self.p = self.schedule.at(0)  # the weights at step 0 (the whole mixture when p is fixed)
+        self.p = dict(self.schedule.at(0))  # the weights at step 0 (the whole mixture when p is fixed)
         self.sources = {name: sources[name] for name in self.names}
         self.arity, self.T, self.device = probe(self.sources)
         check_same_tokenizer(self.sources)

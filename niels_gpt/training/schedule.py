@@ -59,8 +59,9 @@ class Schedule:
         self.names = [n for n in self.mentioned if any(w.get(n, 0.0) > 0 for _, w in points)]
         self.steps = [s for s, _ in points]
         self._q = [self._exact(w) for _, w in points]  # each breakpoint's weights as Fractions over names
-        self._floats = [tuple(w.get(n, 0.0) for n in self.names) for _, w in points]
+        self._floats = [{n: w.get(n, 0.0) for n in self.names} for _, w in points]  # read-only: at() hands them out
         self._ints = [self._integers(q) for q in self._q]
+        self._ramps = [self._ramp(k) for k in range(len(points) - 1)]
 
     @classmethod
     def of(cls, p: Any) -> Schedule:
@@ -83,6 +84,14 @@ class Schedule:
         """The smallest integers proportional to q (sum 1) and their sum."""
         total = math.lcm(*(f.denominator for f in q))
         return tuple(int(f * total) for f in q), total
+
+    def _ramp(self, k: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """Segment k's ends over one denominator D: (D * q at its start, D * q at its end, D * length); the
+        integers of step s inside it are (end_step - s) * start + (s - start_step) * end, over D * length."""
+        a, b = self._q[k], self._q[k + 1]
+        common = math.lcm(*(f.denominator for f in a + b))
+        start, end = tuple(int(f * common) for f in a), tuple(int(f * common) for f in b)
+        return start, end, common * (self.steps[k + 1] - self.steps[k])
 
     def used(self) -> Schedule:
         """This schedule over the sources with weight > 0 somewhere (the ones a loader opens)."""
@@ -121,15 +130,27 @@ class Schedule:
         return tuple(a + (b - a) * t for a, b in zip(self._q[k], self._q[k + 1]))
 
     def integers(self, step: int) -> tuple[tuple[int, ...], int]:
-        """q(step) as the smallest integers proportional to it and their sum (one object per flat stretch)."""
+        """q(step) as integers proportional to it and their sum: on a flat stretch the smallest (one object per
+        breakpoint), on a ramp over the ramp's denominator (no Fraction arithmetic per step)."""
         k = self._constant_at(step)
-        return self._ints[k] if k is not None else self._integers(self.exact(step))
+        if k is not None:
+            return self._ints[k]
+        k = self._segment(step)
+        start, end, total = self._ramps[k]
+        before, after = self.steps[k + 1] - step, step - self.steps[k]
+        return tuple(before * a + after * b for a, b in zip(start, end)), total
+
+    def flat(self, step: int) -> bool:
+        """Whether the weights at `step` are a breakpoint's (at it, after the last, or between two equal ones)."""
+        return self._constant_at(step) is not None
 
     def at(self, step: int) -> Weights:
-        """The float mixture at `step` over `names` (random mode's draw)."""
+        """The float mixture at `step` over `names` (random mode's draw); do not change it (one per breakpoint)."""
         k = self._constant_at(step)
-        values = self._floats[k] if k is not None else tuple(float(q) for q in self.exact(step))
-        return dict(zip(self.names, values))
+        if k is not None:
+            return self._floats[k]
+        ints, total = self.integers(step)
+        return {name: n / total for name, n in zip(self.names, ints)}  # int / int: correctly rounded
 
     def target(self, steps: int) -> list[Fraction]:
         """Sum of q_i(s) over s < steps, per source: the rows source i is owed per batch row."""
