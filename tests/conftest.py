@@ -49,11 +49,16 @@ def isolated_hf_cache(tmp_path_factory):
     """
     import datasets
 
-    old = datasets.config.HF_DATASETS_CACHE, datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN
+    # SLEEP_TIME_ON_THREADS_SHUTDOWN (datasets 5.x only): the 5 s a closing stream waits for its threads
+    sleep = getattr(datasets.config, "SLEEP_TIME_ON_THREADS_SHUTDOWN", None)
+    old = datasets.config.HF_DATASETS_CACHE
     datasets.config.HF_DATASETS_CACHE = tmp_path_factory.mktemp("hf_datasets_cache")
-    datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = 0
+    if sleep is not None:
+        datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = 0
     yield datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE, datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = old
+    datasets.config.HF_DATASETS_CACHE = old
+    if sleep is not None:
+        datasets.config.SLEEP_TIME_ON_THREADS_SHUTDOWN = sleep
 
 
 @pytest.fixture(scope="session")
