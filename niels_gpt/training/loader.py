@@ -44,8 +44,11 @@ source's epoch and cursor and the round-robin credits. `load_state_dict` refuses
 plan with one message naming what differs, and a schedule whose weights differ from the saved one at a
 step already read with one naming the first breakpoint where they part; breakpoints after the saved step
 may be added, moved or removed (a new source too, once its weight so far was 0), and the batches from
-there on follow the new schedule. Otherwise it continues exactly: the restored loader yields the batches
-the original would have yielded next (same caches, same torch version).
+there on follow the new schedule. In epoch mode the state also carries the ledger (training/ledger.py), a
+running digest of every batch's sources and items; loading replays the plan and refuses a history it does
+not reproduce (other code, a tampered state) naming the batches where the two part. Otherwise it continues
+exactly: the restored loader yields the batches the original would have yielded next (same caches, same
+torch version).
 `skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
 `Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
 """
@@ -194,6 +197,7 @@ class MixedLoader:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
         which, counts = self.mixer.assign(self.B, self.step)
         tensors = self.assembler.epoch(which, counts, self.mixer.take)
+        self.mixer.record(self.step, which)
         if len(tensors) != self.arity:
             raise ValueError(f"sources returned {len(tensors)} arrays from rows(), {self.arity} from get_batch")
         return Batch(
@@ -279,7 +283,7 @@ class MixedLoader:
                 f"{step:,}) and edit only later ones"
             )
         if self.mixer is not None:
-            self.mixer.restore(state, self.B, step)
+            self.mixer.restore(state, self.B, step, past)
         self.step = step
 
     def __repr__(self) -> str:

@@ -141,8 +141,13 @@ class Schedule:
         return tuple(before * a + after * b for a, b in zip(start, end)), total
 
     def flat(self, step: int) -> bool:
-        """Whether the weights at `step` are a breakpoint's (at it, after the last, or between two equal ones)."""
-        return self._constant_at(step) is not None
+        """Whether step `step` has the weights of step - 1 (step 0: of itself): a fact of the weights alone, so
+        a breakpoint inserted where the weights already were changes nothing."""
+        k = self._constant_at(step)
+        if k is None or step == 0:
+            return k is not None
+        before = self._constant_at(step - 1)
+        return before is not None and self._q[before] == self._q[k]
 
     def at(self, step: int) -> Weights:
         """The float mixture at `step` over `names` (random mode's draw); do not change it (one per breakpoint)."""

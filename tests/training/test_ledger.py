@@ -1,0 +1,94 @@
+"""The data-order ledger of epoch mode: carried in the state (small), recomputed on load; a changed mixer, a
+tampered ledger or position is refused naming where the histories part; resumes after an edited future
+resume again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from niels_gpt.training import round_robin
+from niels_gpt.training.epoch_mixer import EpochMixer
+from niels_gpt.training.ledger import Ledger, first_parting
+from tests.training.test_epoch_mixer import Items, digest
+from tests.training.test_schedule import AT_13, RAMP, loader
+
+N, M = 13, 17
+
+
+def saved(root, p=RAMP, steps: int = N) -> dict:
+    mixed = loader(root, "epoch", p=p)
+    for _ in range(steps):
+        next(mixed)
+    return json.loads(json.dumps(mixed.state_dict()))
+
+
+def test_the_state_carries_a_small_ledger_with_marks_at_powers_of_two():
+    mixer = EpochMixer({"a": Items(10**9, 0), "b": Items(10**6, 0)}, {"a": 0.7, "b": 0.3}, seed=0, rank=0, world_size=1)
+    mixer.skip(64, 0, 100_000)
+    ledger = mixer.state()["ledger"]
+    assert ledger["steps"] == 100_000 and sorted(map(int, ledger["marks"])) == [2**k for k in range(17)] + [100_000]
+    assert len(json.dumps(ledger)) < 1_000
+
+
+def test_batches_and_skips_record_the_same_history(loader_caches):
+    read, skipped = loader(loader_caches, "epoch"), loader(loader_caches, "epoch")
+    for _ in range(N):
+        next(read)
+    skipped.skip(N)
+    assert read.state_dict()["ledger"] == skipped.state_dict()["ledger"]
+
+
+def test_a_changed_mixer_is_refused_naming_where_the_histories_part(loader_caches, monkeypatch):
+    state = saved(loader_caches)
+    monkeypatch.setattr(round_robin, "spread", lambda counts: round_robin_spread(counts)[::-1].copy())
+    with pytest.raises(ValueError) as e:
+        loader(loader_caches, "epoch").load_state_dict(state)
+    message = str(e.value)
+    assert message.startswith("refusing to resume: the data order recomputed from the caches, the schedule and this")
+    assert "the histories part between batches 4 and 7" in message  # the ramp's mixed steps (from 5) differ
+
+
+round_robin_spread = round_robin.spread
+
+
+def test_a_tampered_ledger_or_position_is_refused(loader_caches):
+    state = saved(loader_caches)
+    mark = state["ledger"]["marks"]["4"]
+    state["ledger"]["marks"]["4"] = mark[::-1]
+    with pytest.raises(
+        ValueError, match=r"not match the state's ledger \(the histories part between batches 2 and 3\)"
+    ):
+        loader(loader_caches, "epoch").load_state_dict(state)
+    state["ledger"]["marks"]["4"] = mark
+    assert first_parting(state["ledger"], Ledger()) is not None
+    del state["ledger"]
+    with pytest.raises(ValueError, match="the state has no ledger"):
+        loader(loader_caches, "epoch").load_state_dict(state)
+
+
+def test_a_resume_after_an_edited_future_resumes_again(loader_caches):
+    edited = [*RAMP[:3], (13, AT_13), (14, {"fineweb_edu": 1.0})]
+    first = loader(loader_caches, "epoch", p=edited)
+    first.load_state_dict(saved(loader_caches))
+    for _ in range(N):
+        next(first)
+    second = json.loads(json.dumps(first.state_dict()))
+    again = loader(loader_caches, "epoch", p=edited)
+    again.load_state_dict(second)  # the replay under the edited schedule gives the history run under RAMP
+    assert digest([next(again) for _ in range(M)]) == digest([next(first) for _ in range(M)])
+
+
+def test_a_source_that_never_had_weight_changes_no_row():
+    a = EpochMixer({"a": Items(50, 0), "b": Items(40, 0)}, {"a": 0.6, "b": 0.4}, seed=1, rank=0, world_size=1)
+    three = {"a": Items(50, 0), "b": Items(40, 0), "c": Items(9, 0)}
+    b = EpochMixer(
+        three, [(0, {"a": 0.6, "b": 0.4}), (30, {"a": 0.6, "b": 0.4}), (40, {"c": 1.0})], seed=1, rank=0, world_size=1
+    )
+    a.skip(8, 0, 30)
+    b.skip(8, 0, 30)
+    assert a.ledger.digest == b.ledger.digest and np.array_equal(
+        a.round_robin.assign(8, 30), b.round_robin.assign(8, 30)
+    )
