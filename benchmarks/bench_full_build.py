@@ -232,7 +232,8 @@ def run_workflow(work: Path, root: Path, scale: float) -> dict:
     if scale < 1:
         train, val = (round(b * scale) for b in DEFAULT_BUDGETS)
         config = ["--config", f"sources={{fineweb_edu: {{max_train_tokens: {train}, max_val_tokens: {val}}}}}"]
-    # -p --quiet host: each job's block and command in snakemake.log (profiles/default hides them; bench_job_memory reads them)
+    # -p --quiet host: each job's block and command in snakemake.log (profiles/default hides them; the rule
+    # rounds and bench_job_memory read them)
     cmd = [sys.executable, "-m", "snakemake", "-p", "--quiet", "host", "-j2", "cache/all", *config]
     print("running:", " ".join(cmd), f"(in {work})")
     print("busy before:", *others_running(), sep="\n  ")
