@@ -307,7 +307,9 @@ def iter_rows(
         else:
             if read.shuffle:
                 ds = ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size)
-            rows = enumerate(ds if read.take is None else itertools.islice(ds, read.take))
+            plain = file_rows(ds) if ds is whole and not read.shuffle else None
+            ordered = ds if plain is None else plain
+            rows = enumerate(ordered if read.take is None else itertools.islice(ordered, read.take))
         if mapper is not None:
             rows = ((index, mapper.row(row)) for index, row in rows)
     n = 0
@@ -322,6 +324,40 @@ def iter_rows(
                 raise stream_failed(read, e, n) from e
             raise unavailable(read.dataset_id, read.config, e) from e
         raise
+
+
+def file_rows(ds: Any) -> Iterator[dict] | None:
+    """The rows of a prepared `Dataset`, in order, read from its Arrow cache files with plain reads one record
+    batch at a time; None where that would not give the rows as the Dataset does (kept in memory, or a column
+    datasets decodes: any feature but a plain Value).
+
+    Iterating the Dataset walks the files' memory map, and every page it touches stays counted in the job's
+    RSS until the process ends (wikitext-103's train split: ~560 MiB at full size, growing with the split);
+    a plain read holds one batch. Only for the whole split as loaded (no shard, no shuffle).
+    """
+    import pyarrow as pa
+    from datasets import Dataset, Value
+
+    if not isinstance(ds, Dataset) or not ds.cache_files:
+        return None
+    if not all(isinstance(feature, Value) for feature in ds.features.values()):
+        return None
+    if ds.data.num_rows != len(ds):  # an indices mapping (a selection or an order of its own)
+        return None
+    files = [f["filename"] for f in ds.cache_files]
+    want = ds.data.schema.remove_metadata()
+    for name in files:  # a renamed, selected or cast column shares the file but not its schema
+        with pa.OSFile(name) as source:
+            if not pa.ipc.open_stream(source).schema.remove_metadata().equals(want):
+                return None
+
+    def rows() -> Iterator[dict]:
+        for name in files:
+            with pa.OSFile(name) as source:
+                for batch in pa.ipc.open_stream(source):
+                    yield from batch.to_pylist()
+
+    return rows()
 
 
 def stream_failed(read: HubRead, exc: BaseException, rows: int) -> SourceUnavailableError:

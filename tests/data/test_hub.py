@@ -185,6 +185,29 @@ def test_iter_rows_walks_a_read_the_same_way_streamed_or_prepared(tmp_path, stre
     assert sorted(texts) == sorted(f"row {i}" for i in range(50)) and texts != [f"row {i}" for i in range(50)]
 
 
+def test_a_prepared_split_is_read_from_its_files_with_plain_reads_as_the_dataset_gives_it(tmp_path, monkeypatch):
+    """Not through the memory map (its pages stay in the job's RSS): the same rows, in order, from several
+    record batches and files; the Dataset itself is never iterated."""
+    from datasets import Dataset, Value, concatenate_datasets, load_dataset
+
+    from niels_gpt.data.hub import file_rows
+
+    texts = [f"row {i} {'é' * (i % 3)}" for i in range(300)]
+    paths = [str(write_parquet(tmp_path / f"x{k}.parquet", {"text": texts[k * 150 : (k + 1) * 150]})) for k in (0, 1)]
+    ds = load_dataset("parquet", data_files=paths, split="train", cache_dir=str(tmp_path / "c"))
+    want = list(ds)
+    two_files = concatenate_datasets([ds, ds])
+    assert len(two_files.cache_files) == 2 and list(file_rows(two_files)) == want + want
+    cast = ds.cast_column("text", Value("large_string"))  # written anew: its file is its rows
+    assert list(file_rows(cast)) == list(cast)
+    assert file_rows(ds.rename_column("text", "body")) is None  # the same file, another schema: the Dataset reads it
+    assert file_rows(ds.select([2, 1])) is None  # an order of its own
+    assert file_rows(Dataset.from_dict({"m": [{"role": "user"}]})) is None  # kept in memory, and a struct
+    monkeypatch.setattr(Dataset, "__iter__", lambda self: pytest.fail("the memory map was walked"))
+    read = HubRead("org/set", data_files=paths)
+    assert [row for _, row in iter_rows(open_dataset(read), read)] == want
+
+
 def test_unreachable_hub_raises_source_unavailable_offline(tmp_path):
     """The real datasets code path with HF_HUB_OFFLINE=1 and a dataset id that exists nowhere."""
     code = textwrap.dedent("""
