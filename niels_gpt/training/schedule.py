@@ -65,9 +65,12 @@ class Schedule:
 
     @classmethod
     def of(cls, p: Any) -> Schedule:
-        """`p` as a schedule: a Schedule, fixed weights {source: weight}, or breakpoints [(step, weights), ...]."""
+        """`p` as a schedule: a Schedule, fixed weights {source: weight}, breakpoints [(step, weights), ...] or
+        {step: weights, ...}."""
         if isinstance(p, Schedule):
             return p
+        if isinstance(p, Mapping) and p and all(isinstance(v, Mapping) for v in p.values()):
+            return cls(sorted(p.items(), key=lambda point: point[0] if isinstance(point[0], int) else -1))
         if isinstance(p, Mapping):
             return cls([(0, p)])
         if isinstance(p, (list, tuple)):

@@ -52,6 +52,7 @@ def test_weights_are_linear_between_breakpoints_and_constant_after_the_last():
         == Schedule.of([(0, {"a": 0.5, "b": 0.5})])
         == Schedule.of([[0, {"a": 0.5, "b": 0.5}]])
     )
+    assert Schedule.of({0: {"a": 1.0}, 10: {"b": 1.0}}) == Schedule([(0, {"a": 1.0}), (10, {"b": 1.0})])
 
 
 @pytest.mark.parametrize(
