@@ -53,7 +53,9 @@ class EpochMixer:
                 f"mode='epoch' reads each source as items (len(source), source.rows(ids)), and {unfit} do not "
                 "offer that; use mode='random' for them"
             )
-        schedule = Schedule.of(schedule).used()
+        schedule = Schedule.of(schedule)
+        if schedule.names != sorted(sources):  # over every source, some perhaps at weight 0 throughout
+            schedule = Schedule(schedule.breakpoints, names=list(sources))
         self.sources, self.names, self.schedule = sources, list(schedule.names), schedule
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.round_robin = ScheduledRoundRobin(schedule)
@@ -112,11 +114,21 @@ class EpochMixer:
             "credits": dict(zip(self.names, credits)),
             "credit_unit": unit,
             "ledger": self.ledger.state(),
+            "history": self.schedule.state(),  # the weights every step so far had (schedule edits spliced in)
         }
 
-    def restore(self, state: Mapping[str, Any], B: int, steps: int, past: Schedule) -> None:
-        """Take the position `state()` saved after `steps` batches of B rows under schedule `past`, once it
-        proves consistent and replaying `past` from batch 0 gives its ledger and its position."""
+    def restore(self, state: Mapping[str, Any], B: int, steps: int, future: Schedule) -> None:
+        """Take the position `state()` saved after `steps` batches of B rows, once it proves consistent and
+        replaying its history from batch 0 gives its ledger and its position; from there on the weights
+        are `future`'s."""
+        try:
+            history = Schedule.of(state["history"])
+            past = history.spliced(history, steps, self.names)
+            effective = history.spliced(future, steps, self.names)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"refusing to resume: the state's schedule history does not fit this loader ({e})"
+            ) from None
         try:
             saved_credits, unit = state["credits"], state["credit_unit"]
             credits = [saved_credits.get(name, 0) for name in self.names]
@@ -132,7 +144,7 @@ class EpochMixer:
         ints = [unit, *credits]
         if any(isinstance(c, bool) or not isinstance(c, int) for c in ints) or unit < 1 or sum(credits) != 0:
             raise ValueError(f"epoch-mode state: credits {credits} over unit {unit!r} are not ints summing to 0")
-        owed = [B * t for t in self.schedule.target(steps)]
+        owed = [B * t for t in past.target(steps)]
         cursors = {}
         for name, due, credit in zip(self.names, owed, credits):
             cursor = cursors[name] = self._cursor(name, *saved[name])
@@ -159,7 +171,8 @@ class EpochMixer:
                 f"{positions}, credits {mine[1]} over {replay_unit}; state: {saved_position}, {saved_credits} "
                 f"over {unit})"
             )
-        self.round_robin, self.cursors = ScheduledRoundRobin(self.schedule, credits, unit), cursors
+        self.schedule = effective
+        self.round_robin, self.cursors = ScheduledRoundRobin(effective, credits, unit), cursors
         self.ledger = replay.ledger
 
     def replay(self, B: int, steps: int, past: Schedule) -> EpochMixer:
