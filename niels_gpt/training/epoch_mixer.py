@@ -139,11 +139,15 @@ class EpochMixer:
             }
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(
-                f"epoch-mode state lacks {e} (it needs 'credits', 'credit_unit' and 'sources' of {self.names})"
+                f"not an epoch-mode state ({type(e).__name__}: {e}; it needs 'credits' and 'sources' keyed by "
+                f"{self.names} and 'credit_unit')"
             ) from None
-        ints = [unit, *credits]
+        ints = [unit, *credits, *(v for pair in saved.values() for v in pair)]
         if any(isinstance(c, bool) or not isinstance(c, int) for c in ints) or unit < 1 or sum(credits) != 0:
-            raise ValueError(f"epoch-mode state: credits {credits} over unit {unit!r} are not ints summing to 0")
+            raise ValueError(
+                f"epoch-mode state: credits {credits} over unit {unit!r} and positions {saved} must be ints, the "
+                "credits summing to 0"
+            )
         owed = [B * t for t in past.target(steps)]
         cursors = {}
         for name, due, credit in zip(self.names, owed, credits):
