@@ -3,7 +3,8 @@
 Both answers come from replaying the loader's plan (round robin and cursors; no row is read unless the text is
 asked for), so they hold for any run with the same plan, schedule and caches (the ledger proves that a resumed
 run is one). An item is a stride-T window of a pretrain split or byte stream (reported with its shard and token
-offsets [start, start + T]) or an SFT example / packed row number.
+offsets [start, start + T], and given the tokenizer the numbers of the documents its first and last token are in)
+or an SFT example / packed row number.
 
     python -m niels_gpt.training.history pretrain cache --p '{"wikitext": 1.0}' --T 256 --B 8 --seed 0 \\
         --mode epoch --steps 100:102 [--rank 1 --world-size 2] [--text --tokenizer tokenizer/spm.model]
@@ -37,25 +38,43 @@ def _replay(loader: MixedLoader, first: int, last: int) -> Iterator[tuple[int, s
         mixer.record(step, which)
 
 
-def where(source, item: int) -> dict:
-    """Shard and token offsets of window `item` of a window source; {} for an SFT source."""
+class Documents:
+    """Document numbers of a pretrain split's tokens: documents end with eot, numbered from 0 over the shards in
+    order; token i of shard s is in document (eots before shard s) + (eots in shard s before i)."""
+
+    def __init__(self, source, eot_id: int):
+        self.eots = [np.flatnonzero(np.asarray(tokens) == eot_id) for tokens in source.maps]  # one scan per shard
+        self.before = np.cumsum([0, *(len(e) for e in self.eots[:-1])]).tolist()
+
+    def of(self, shard: int, token: int) -> int:
+        return self.before[shard] + int(np.searchsorted(self.eots[shard], token))
+
+
+def where(source, item: int, documents: Documents | None = None) -> dict:
+    """Shard and token offsets [start, end] of window `item` of a window source, with `documents` the numbers
+    of its first and last token's documents; {} for an SFT source."""
     if not hasattr(source, "locate"):
         return {}
     shard, start = (int(v[0]) for v in source.locate(np.array([item], dtype=np.int64)))
     usable = getattr(source, "usable_shards", None)
     shard = usable[shard] if usable is not None else shard
     paths = getattr(source, "shard_paths", None)
-    return {"shard": paths[shard].name if paths else shard, "tokens": [start, start + source.T]}
+    out = {"shard": paths[shard].name if paths else shard, "tokens": [start, start + source.T]}
+    if documents is not None:
+        out["documents"] = [documents.of(shard, start), documents.of(shard, start + source.T)]
+    return out
 
 
 def reads(loader: MixedLoader, first: int, last: int, *, tokenizer=None) -> list[dict]:
-    """One dict per row of steps first..last-1: step, row, source, item, where (window sources), text (with
-    `tokenizer`: the row's input tokens decoded)."""
-    out = []
+    """One dict per row of steps first..last-1: step, row, source, item, shard and tokens (window sources);
+    with `tokenizer` also documents (pretrain windows) and text (the row's input tokens decoded)."""
+    out, documents = [], {}
     for step, name, rows, items in _replay(loader, first, last):
         source = loader.sources[name]
+        if tokenizer is not None and hasattr(source, "maps") and name not in documents:
+            documents[name] = Documents(source, tokenizer.eot_id)
         for row, item in zip(rows.tolist(), items.tolist()):
-            entry = {"step": step, "row": row, "source": name, "item": item, **where(source, item)}
+            entry = {"step": step, "row": row, "source": name, "item": item, **where(source, item, documents.get(name))}
             if tokenizer is not None:
                 entry["text"] = tokenizer.decode(source.rows(np.array([item]))[0][0].tolist())
             out.append(entry)

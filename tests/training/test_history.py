@@ -25,6 +25,10 @@ def test_reads_name_the_rows_the_batches_hold(loader_caches, tiny_tokenizer):
         start, end = e["tokens"]
         assert batch.x[e["row"]].tolist() == np.asarray(source.maps[shard][start:end]).astype(np.int64).tolist()
         assert e["text"] == tiny_tokenizer.decode(batch.x[e["row"]].tolist())
+        tokens = np.concatenate([np.asarray(m) for m in source.maps[:shard]] + [np.asarray(source.maps[shard][:start])])
+        first_doc = int((tokens == tiny_tokenizer.eot_id).sum())  # eots before the window, counted plainly
+        inside = int((np.asarray(source.maps[shard][start:end]) == tiny_tokenizer.eot_id).sum())
+        assert e["documents"] == [first_doc, first_doc + inside]
 
 
 def test_when_read_finds_every_step_that_read_an_item(loader_caches):
