@@ -49,6 +49,33 @@ class Documents:
     def of(self, shard: int, token: int) -> int:
         return self.before[shard] + int(np.searchsorted(self.eots[shard], token))
 
+    def windows(self, source, document: int) -> range:
+        """The items (stride-T windows) of `source` that hold a token of `document` (maybe none)."""
+        last_shard = len(source.maps[-1])
+        total = self.before[-1] + len(self.eots[-1]) + int(not len(self.eots[-1]) or self.eots[-1][-1] < last_shard - 1)
+        if not 0 <= document < total:
+            raise ValueError(f"document {document:,} is not in this split (documents 0..{total - 1:,})")
+        shard = int(np.searchsorted(self.before, document, side="right")) - 1  # the shard it ends in
+        local, eots = document - self.before[shard], self.eots[shard]
+        first = int(eots[local - 1]) + 1 if local else 0
+        last = int(eots[local]) if local < len(eots) else len(source.maps[shard]) - 1
+        usable = list(getattr(source, "usable_shards", range(len(source.maps))))
+
+        def key(item: int) -> tuple[int, int]:  # (shard, start token) of a window: increasing in the item
+            s, start = (int(v[0]) for v in source.locate(np.array([item], dtype=np.int64)))
+            return usable[s], start
+
+        def count(before) -> int:  # the number of items whose key is before(key)
+            lo, hi = 0, len(source)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (mid + 1, hi) if before(key(mid)) else (lo, mid)
+            return lo
+
+        low = count(lambda k: k[0] < shard or (k[0] == shard and k[1] + source.T < first))
+        high = count(lambda k: k[0] < shard or (k[0] == shard and k[1] <= last))
+        return range(low, high)
+
 
 def where(source, item: int, documents: Documents | None = None) -> dict:
     """Shard and token offsets [start, end] of window `item` of a window source, with `documents` the numbers
@@ -81,15 +108,17 @@ def reads(loader: MixedLoader, first: int, last: int, *, tokenizer=None) -> list
     return sorted(out, key=lambda e: (e["step"], e["row"]))
 
 
-def when_read(loader: MixedLoader, name: str, item: int, first: int, last: int) -> list[dict]:
-    """Every (step, row) of steps first..last-1 at which source `name` read `item` on this loader's rank."""
+def when_read(loader: MixedLoader, name: str, item, first: int, last: int) -> list[dict]:
+    """Every (step, row, item) of steps first..last-1 at which source `name` read `item` (an int, or several:
+    a range or a list) on this loader's rank."""
     if name not in loader.sources:
         raise ValueError(f"source {name!r} is not one of this loader's {loader.names}")
+    wanted = np.asarray([item] if isinstance(item, int) else list(item), dtype=np.int64)
     return [
-        {"step": step, "row": int(rows[hit])}
+        {"step": step, "row": int(rows[hit]), "item": int(items[hit])}
         for step, source, rows, items in _replay(loader, first, last)
         if source == name
-        for hit in np.flatnonzero(items == item).tolist()
+        for hit in np.flatnonzero(np.isin(items, wanted)).tolist()
     ]
 
 
@@ -117,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--world-size", type=int, default=1, help="default 1")
     ap.add_argument("--steps", type=_steps, required=True, help="A:B (steps A..B-1) or A")
     ap.add_argument("--find", help="SOURCE:ITEM: the steps and rows that read this item instead")
+    ap.add_argument("--find-document", help="SOURCE:D: the steps and rows that read document D (needs --tokenizer)")
     ap.add_argument("--text", action="store_true", help="decode each row (needs --tokenizer)")
     ap.add_argument("--tokenizer", help="the sentencepiece model, for --text (default: none)")
     args = ap.parse_args(argv)
@@ -124,6 +154,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.kind == "sft":
         options["packing"] = args.packing
     loader = getattr(MixedLoader, args.kind)(args.cache, args.split, mode="epoch", **options)
+    if args.find_document:
+        if not args.tokenizer:
+            ap.error("--find-document counts documents by their eot: pass --tokenizer PATH/spm.model")
+        from niels_gpt.tokenizer import SentencePieceTokenizer
+
+        name, _, number = args.find_document.rpartition(":")
+        if name not in loader.sources or not hasattr(loader.sources[name], "maps"):
+            ap.error(f"--find-document names a pretrain source of this loader ({loader.names}), got {name!r}")
+        source = loader.sources[name]
+        items = Documents(source, SentencePieceTokenizer(args.tokenizer).eot_id).windows(source, int(number))
+        found = when_read(loader, name, items, *args.steps)
+        print(json.dumps({"source": name, "document": int(number), "items": [items.start, items.stop], "read": found}))
+        return
     if args.find:
         name, _, item = args.find.rpartition(":")
         found = when_read(loader, name, int(item), *args.steps)
