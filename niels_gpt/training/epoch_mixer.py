@@ -1,7 +1,7 @@
 """Epoch mode of MixedLoader: which source each row of a step comes from, and which item it reads.
 
 `EpochMixer(sources, schedule, seed=..., rank=..., world_size=...)` holds, for the sources of one loader
-(the schedule's names: weight > 0 at some step):
+(sorted names; the schedule may give some of them weight 0 throughout, none other a weight):
   - one round_robin.ScheduledRoundRobin over rows with the weights of each step (the same on every rank);
   - per source an epoch_order.RankCursor over its `len(source)` items, seeded with
     `source_seed(seed, name)`, reading this rank's positions of each epoch and rolling over on its own.
@@ -13,9 +13,9 @@ their unit (plain ints). `restore` checks a saved position for consistency befor
 each source is owed after `steps` batches (B * schedule.target) less its credits is what it has read,
 and epoch * items_per_epoch + cursor must equal that count. A source the state does not name (its weight
 was 0 so far) starts at epoch 0, cursor 0. Every batch (read or skipped) goes into the ledger (ledger.py);
-`restore` replays the saved schedule from batch 0 (round robin and cursors, no row read: ~10 us a batch at
-B=64 with fixed weights, ~20 on a ramp, i.e. 10-20 s per 10^6 batches on one core) and refuses a state whose
-ledger or position the replay does not reproduce.
+`restore` replays the state's `history` (the weights every step so far had) from batch 0 (round robin and
+cursors, no row read: ~10 us a batch at B=64 with fixed weights, ~20 on a ramp, i.e. 10-20 s per 10^6
+batches on one core) and refuses a state whose ledger or position the replay does not reproduce.
 """
 
 from __future__ import annotations
@@ -59,8 +59,7 @@ class EpochMixer:
         self.sources, self.names, self.schedule = sources, list(schedule.names), schedule
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.round_robin = ScheduledRoundRobin(schedule)
-        # a replay of a past schedule may name a source no longer opened: it read nothing (its weight was 0)
-        self.cursors = {name: self._cursor(name, 0, 0) for name in self.names if name in sources}
+        self.cursors = {name: self._cursor(name, 0, 0) for name in self.names}
         self.ledger, self._taken = Ledger(), []
         self._ids = np.array([name_id(name) for name in self.names], dtype=np.int64)
 
