@@ -1,7 +1,7 @@
 """Epoch mode of MixedLoader: which source each row of a step comes from, and which item it reads.
 
 `EpochMixer(sources, schedule, seed=..., rank=..., world_size=...)` holds, for the sources of one loader
-(the schedule's names: weight > 0 at some step):
+(sorted names; the schedule may give some of them weight 0 throughout, none other a weight):
   - one round_robin.ScheduledRoundRobin over rows with the weights of each step (the same on every rank);
   - per source an epoch_order.RankCursor over its `len(source)` items, seeded with
     `source_seed(seed, name)`, reading this rank's positions of each epoch and rolling over on its own.
@@ -13,9 +13,9 @@ their unit (plain ints). `restore` checks a saved position for consistency befor
 each source is owed after `steps` batches (B * schedule.target) less its credits is what it has read,
 and epoch * items_per_epoch + cursor must equal that count. A source the state does not name (its weight
 was 0 so far) starts at epoch 0, cursor 0. Every batch (read or skipped) goes into the ledger (ledger.py);
-`restore` replays the saved schedule from batch 0 (round robin and cursors, no row read: ~10 us a batch at
-B=64 with fixed weights, ~20 on a ramp, i.e. 10-20 s per 10^6 batches on one core) and refuses a state whose
-ledger or position the replay does not reproduce.
+`restore` replays the state's `history` (the weights every step so far had) from batch 0 (round robin and
+cursors, no row read: ~10 us a batch at B=64 with fixed weights, ~20 on a ramp, i.e. 10-20 s per 10^6
+batches on one core) and refuses a state whose ledger or position the replay does not reproduce.
 """
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ class EpochMixer:
                 f"mode='epoch' reads each source as items (len(source), source.rows(ids)), and {unfit} do not "
                 "offer that; use mode='random' for them"
             )
-        schedule = Schedule.of(schedule).used()
+        schedule = Schedule.of(schedule)
+        if schedule.names != sorted(sources):  # over every source, some perhaps at weight 0 throughout
+            schedule = Schedule(schedule.breakpoints, names=list(sources))
         self.sources, self.names, self.schedule = sources, list(schedule.names), schedule
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.round_robin = ScheduledRoundRobin(schedule)
-        # a replay of a past schedule may name a source no longer opened: it read nothing (its weight was 0)
-        self.cursors = {name: self._cursor(name, 0, 0) for name in self.names if name in sources}
+        self.cursors = {name: self._cursor(name, 0, 0) for name in self.names}
         self.ledger, self._taken = Ledger(), []
         self._ids = np.array([name_id(name) for name in self.names], dtype=np.int64)
 
@@ -112,11 +113,21 @@ class EpochMixer:
             "credits": dict(zip(self.names, credits)),
             "credit_unit": unit,
             "ledger": self.ledger.state(),
+            "history": self.schedule.state(),  # the weights every step so far had (schedule edits spliced in)
         }
 
-    def restore(self, state: Mapping[str, Any], B: int, steps: int, past: Schedule) -> None:
-        """Take the position `state()` saved after `steps` batches of B rows under schedule `past`, once it
-        proves consistent and replaying `past` from batch 0 gives its ledger and its position."""
+    def restore(self, state: Mapping[str, Any], B: int, steps: int, future: Schedule) -> None:
+        """Take the position `state()` saved after `steps` batches of B rows, once it proves consistent and
+        replaying its history from batch 0 gives its ledger and its position; from there on the weights
+        are `future`'s."""
+        try:
+            history = Schedule.of(state["history"])
+            past = history.spliced(history, steps, self.names)
+            effective = history.spliced(future, steps, self.names)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"refusing to resume: the state's schedule history does not fit this loader ({e})"
+            ) from None
         try:
             saved_credits, unit = state["credits"], state["credit_unit"]
             credits = [saved_credits.get(name, 0) for name in self.names]
@@ -127,12 +138,16 @@ class EpochMixer:
             }
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(
-                f"epoch-mode state lacks {e} (it needs 'credits', 'credit_unit' and 'sources' of {self.names})"
+                f"not an epoch-mode state ({type(e).__name__}: {e}; it needs 'credits' and 'sources' keyed by "
+                f"{self.names} and 'credit_unit')"
             ) from None
-        ints = [unit, *credits]
+        ints = [unit, *credits, *(v for pair in saved.values() for v in pair)]
         if any(isinstance(c, bool) or not isinstance(c, int) for c in ints) or unit < 1 or sum(credits) != 0:
-            raise ValueError(f"epoch-mode state: credits {credits} over unit {unit!r} are not ints summing to 0")
-        owed = [B * t for t in self.schedule.target(steps)]
+            raise ValueError(
+                f"epoch-mode state: credits {credits} over unit {unit!r} and positions {saved} must be ints, the "
+                "credits summing to 0"
+            )
+        owed = [B * t for t in past.target(steps)]
         cursors = {}
         for name, due, credit in zip(self.names, owed, credits):
             cursor = cursors[name] = self._cursor(name, *saved[name])
@@ -159,7 +174,8 @@ class EpochMixer:
                 f"{positions}, credits {mine[1]} over {replay_unit}; state: {saved_position}, {saved_credits} "
                 f"over {unit})"
             )
-        self.round_robin, self.cursors = ScheduledRoundRobin(self.schedule, credits, unit), cursors
+        self.schedule = effective
+        self.round_robin, self.cursors = ScheduledRoundRobin(effective, credits, unit), cursors
         self.ledger = replay.ledger
 
     def replay(self, B: int, steps: int, past: Schedule) -> EpochMixer:

@@ -1,11 +1,12 @@
 """The data-order ledger of an epoch-mode MixedLoader: a running digest of what every batch read, checked on resume.
 
-After batch s the digest is blake2b-128(previous digest, s, the source of every row as `name_id(name)` (so the
-digest does not depend on which other sources the loader holds), and each source's items in the order it read
-them, sources in name order (int64)); an item and the cache identity in the plan
-fingerprint fix the tokens (a window's offset is item * T in its shard order; an SFT item is an example or a
-packed row). The digest after n batches is kept in `marks` at n = 1, 2, 4, 8, ... and at the last batch, so a
-state holds about 2 log2(n) hex strings (~1.3 KB at n = 10^6).
+The digest after n batches is blake2b-128 of batches 0..n-1 one after the other, each as the source of every
+row as `name_id(name)` (so the digest does not depend on which other sources the loader holds) followed by
+each source's items in the order it read them, sources in name order (int64). One running hash object takes
+each batch; the state holds no hash state, since a resumed loader rebuilds it by its replay. An item and the
+cache identity in the plan fingerprint fix the tokens (a window's offset is item * T in its shard order; an
+SFT item is an example or a packed row). The digest after n batches is kept in `marks` at n = 1, 2, 4, 8, ...
+and at the last batch, so a state holds about log2(n) hex strings (~1.1 KB at n = 10^6).
 
 Resume: `first_parting(saved, replayed)` compares a saved ledger with the one recomputed by replaying the plan
 from step 0 (the round robin and the cursors, no row is read) and names the batches where the histories part:
@@ -32,20 +33,23 @@ class Ledger:
     """Running digest over batches, with marks at powers of two (module docstring)."""
 
     def __init__(self):
-        self.digest = bytes(DIGEST_BYTES)
+        self._hash = hashlib.blake2b(digest_size=DIGEST_BYTES)
         self.steps = 0
         self.marks: dict[int, str] = {}
+
+    @property
+    def digest(self) -> bytes:
+        return self._hash.digest()
 
     def add(self, step: int, sources: np.ndarray, items: Sequence[np.ndarray]) -> None:
         """Batch `step` (the next one): the name_id of every row's source, each source's items in name order."""
         if step != self.steps:
             raise ValueError(f"ledger: batch {step:,} recorded after {self.steps:,} batches")
-        h = hashlib.blake2b(self.digest, digest_size=DIGEST_BYTES)
-        h.update(step.to_bytes(8, "little"))
-        h.update(sources.tobytes())
-        for part in items:
-            h.update(part.tobytes())
-        self.digest, self.steps = h.digest(), step + 1
+        update = self._hash.update
+        update(sources)
+        for part in items:  # 1-D slices and concatenations: contiguous
+            update(part)
+        self.steps = step + 1
         if self.steps & (self.steps - 1) == 0:
             self.marks[self.steps] = self.digest.hex()
 

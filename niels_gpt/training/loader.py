@@ -41,14 +41,14 @@ those of each source's own get_batch / rows(), bit for bit.
 Resume: `state_dict()` holds the next step, the plan fingerprint (niels_gpt.training.plan: seed, schedule,
 B, T, mode, rank, world_size, state version, each source's cache identity) and, in epoch mode, each
 source's epoch and cursor and the round-robin credits. `load_state_dict` refuses a state of another
-plan with one message naming what differs, and a schedule whose weights differ from the saved one at a
-step already read with one naming the first breakpoint where they part; breakpoints after the saved step
-may be added, moved or removed (a new source too, once its weight so far was 0), and the batches from
-there on follow the new schedule. In epoch mode the state also carries the ledger (training/ledger.py), a
-running digest of every batch's sources and items; loading replays the plan and refuses a history it does
-not reproduce (other code, a tampered state) naming the batches where the two part. Otherwise it continues
-exactly: the restored loader yields the batches the original would have yielded next (same caches, same
-torch version).
+plan with one message naming what differs, and a schedule whose breakpoints before the saved step differ
+from the saved one's with one naming the first that does; breakpoints from the saved step on may be added,
+moved or removed (a ramp under way redirected, a new source added), and the batches from there on take the
+new schedule's weights (in epoch mode the state keeps the weights every step so far had: `history`). In
+epoch mode the state also carries the ledger (training/ledger.py), a running digest of every batch's sources
+and items; loading replays the history and refuses one it does not reproduce (other code, a tampered state)
+naming the batches where the two part. Otherwise it continues exactly: the restored loader yields the
+batches the original would have yielded next (same caches, same torch version).
 `skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
 `Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
 """
@@ -176,7 +176,11 @@ class MixedLoader:
             )
         B = self.B
         g = torch.Generator().manual_seed(derive_seed(self.seed, step, self.rank))
-        _, idx = draw_sources(self.schedule.at(step), B, g)
+        p = self.schedule.at(step)
+        if self.schedule.flat(step):
+            _, idx = draw_sources(p, B, g)  # its probabilities tensor cached per mixture
+        else:  # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
+            idx = torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
         which = idx.numpy()
         counts = np.bincount(which, minlength=len(self.names)).tolist()
         out = self.assembler.random(which, counts, g)
@@ -278,12 +282,11 @@ class MixedLoader:
         differs = self.schedule.first_difference(past, step)
         if differs:
             raise ValueError(
-                f"refusing to resume at step {step:,}: the loader's schedule changes steps already read: {differs}; "
-                f"keep the breakpoints up to step {step:,} as saved (in a ramp, end it with a breakpoint at step "
-                f"{step:,}) and edit only later ones"
+                f"refusing to resume at step {step:,}: the loader's schedule changes the past: {differs}; keep the "
+                f"breakpoints before step {step:,} as saved and edit only later ones"
             )
         if self.mixer is not None:
-            self.mixer.restore(state, self.B, step, past)
+            self.mixer.restore(state, self.B, step, self.schedule)
         self.step = step
 
     def __repr__(self) -> str:

@@ -176,7 +176,7 @@ class ScheduledRoundRobin:
         owed = [c * up + rows * w * w_up for c, w in zip(credits, ints)]
         counts = [max(e // common, 0) for e in owed]
         left = rows - sum(counts)
-        if left > 0:  # the rows left to the sources owed the most after the next step as well (its deadline)
+        if left > 0:  # the rows left to the sources owed the most after one more step at these weights
             due = [e - n * common + rows * w * w_up for e, n, w in zip(owed, counts, ints)]
             short = [owed[i] > counts[i] * common for i in range(self.k)]  # a row keeps them within one
             for i in sorted(range(self.k), key=lambda i: (not short[i], -due[i], i))[:left]:

@@ -11,8 +11,10 @@ Exact values: each breakpoint's weights are read as the decimals Python prints f
 after n batches) is one as well. `at(step)` is the float mixture for random mode (the breakpoint's own
 floats at a breakpoint and after the last one, so fixed weights draw exactly as before schedules).
 
-Resume: `first_difference(saved, steps)` compares two schedules over the steps already read (0 .. steps - 1)
-and names the first breakpoint where they part, or returns None: later breakpoints may change freely.
+Resume: `first_difference(saved, steps)` compares the breakpoints before the saved step and names the first
+that differs (None: later breakpoints may be added, moved or removed freely, a ramp under way redirected);
+`spliced(future, at, names)` is the weights a resumed run really has: this schedule's before `at`, `future`'s
+from `at` on (exact: the weights at at - 1 are kept as Fractions, saved as 'n/d' strings).
 """
 
 from __future__ import annotations
@@ -27,14 +29,31 @@ from niels_gpt.sampling import SUM_TOLERANCE
 Weights = dict[str, float]
 
 
-def _decimal(x: float) -> Fraction:
-    return Fraction(repr(float(x)))
+def _decimal(x) -> Fraction:
+    """A weight as an exact number: a Fraction as it is (spliced histories), a float as the decimal it prints."""
+    return x if isinstance(x, Fraction) else Fraction(repr(float(x)))
+
+
+def _weight(x):
+    """A weight as given: a float, or a Fraction (from a Fraction or its 'n/d' string in a saved state)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, str) and "/" in x:
+        return Fraction(x)
+    return float(x)
+
+
+def _shown(point) -> str:
+    if not isinstance(point, tuple):
+        return str(point)
+    step, weights = point
+    return f"({step}, {{{', '.join(f'{n!r}: {float(w):g}' for n, w in weights.items())}}})"
 
 
 class Schedule:
     """Breakpoints (step, weights), linear between them, constant after the last (module docstring)."""
 
-    def __init__(self, breakpoints: Sequence[tuple[int, Mapping[str, float]]]):
+    def __init__(self, breakpoints: Sequence[tuple[int, Mapping[str, float]]], names: Sequence[str] | None = None):
         points = []
         for k, point in enumerate(breakpoints):
             if not (isinstance(point, (tuple, list)) and len(point) == 2 and isinstance(point[1], Mapping)):
@@ -43,31 +62,45 @@ class Schedule:
             if isinstance(step, bool) or not isinstance(step, int) or step < (points[-1][0] + 1 if points else 0):
                 after = f"> {points[-1][0]}" if points else ">= 0"
                 raise ValueError(f"schedule breakpoint {k}: step must be an int {after}, got {step!r}")
-            bad = {n: w for n, w in weights.items() if not isinstance(n, str) or not float(w) >= 0}
-            total = float(sum(float(w) for w in weights.values()))
+            try:
+                weights = {n: _weight(w) for n, w in weights.items()}
+            except (TypeError, ValueError, ZeroDivisionError):
+                raise ValueError(f"schedule breakpoint {k}: weights must be numbers, got {dict(weights)}") from None
+            bad = {n: w for n, w in weights.items() if not isinstance(n, str) or not w >= 0}
+            total = float(sum(weights.values()))
             if bad or abs(total - 1.0) > SUM_TOLERANCE:
                 where = "" if len(breakpoints) == 1 else f" breakpoint {k} (step {step})"
                 raise ValueError(
                     f"loader mixture p{where} must sum to 1 (within {SUM_TOLERANCE}) with every weight >= 0, "
                     f"got {dict(weights)}"
                 )
-            points.append((step, {str(n): float(w) for n, w in sorted(weights.items())}))
+            points.append((step, dict(sorted(weights.items()))))
         if not points or points[0][0] != 0:
             raise ValueError(f"a schedule needs breakpoints starting at step 0, got {list(breakpoints)!r}")
         self.breakpoints = tuple(points)
         self.mentioned = sorted({n for _, w in points for n in w})
         self.names = [n for n in self.mentioned if any(w.get(n, 0.0) > 0 for _, w in points)]
+        if names is not None:  # over the sources of a loader, some perhaps with weight 0 throughout
+            missing = sorted(set(self.names) - set(names))
+            if missing:
+                raise ValueError(f"the schedule gives weight to {missing}, which are not among {list(names)}")
+            self.names = sorted(names)
         self.steps = [s for s, _ in points]
         self._q = [self._exact(w) for _, w in points]  # each breakpoint's weights as Fractions over names
-        self._floats = [{n: w.get(n, 0.0) for n in self.names} for _, w in points]  # read-only: at() hands them out
+        self._floats = [
+            {n: float(w.get(n, 0.0)) for n in self.names} for _, w in points
+        ]  # read-only: at() hands them out
         self._ints = [self._integers(q) for q in self._q]
         self._ramps = [self._ramp(k) for k in range(len(points) - 1)]
 
     @classmethod
     def of(cls, p: Any) -> Schedule:
-        """`p` as a schedule: a Schedule, fixed weights {source: weight}, or breakpoints [(step, weights), ...]."""
+        """`p` as a schedule: a Schedule, fixed weights {source: weight}, breakpoints [(step, weights), ...] or
+        {step: weights, ...}."""
         if isinstance(p, Schedule):
             return p
+        if isinstance(p, Mapping) and p and all(isinstance(v, Mapping) for v in p.values()):
+            return cls(sorted(p.items(), key=lambda point: point[0] if isinstance(point[0], int) else -1))
         if isinstance(p, Mapping):
             return cls([(0, p)])
         if isinstance(p, (list, tuple)):
@@ -177,22 +210,16 @@ class Schedule:
         return tuple(q.get(n, Fraction(0)) for n in names)
 
     def first_difference(self, saved: Schedule, steps: int) -> str | None:
-        """None if this schedule has `saved`'s weights at every step < `steps`, else what differs first."""
-        if steps <= 0:
-            return None
-        names = sorted(set(self.names) | set(saved.names))
-        probes = sorted({s for s in self.steps + saved.steps if s < steps} | {steps - 1})
-        differ = [s for s in probes if self._q_of(s, names) != saved._q_of(s, names)]
-        if not differ:
-            return None
-        # both are linear between probes: agreeing at the probe before, they differ from the step after it
-        step = max([s + 1 for s in probes if s < differ[0]] + [0])
-        k = 0
-        while k < min(len(self.breakpoints), len(saved.breakpoints)) and self._same_point(saved, k):
-            k += 1
-        mine = self.breakpoints[k] if k < len(self.breakpoints) else "none"
-        theirs = saved.breakpoints[k] if k < len(saved.breakpoints) else "none"
-        return f"breakpoint {k} is {theirs} in the state and {mine} in the loader (weights differ from step {step:,})"
+        """None if this schedule has `saved`'s breakpoints at every step < `steps` (the ones a run of `steps`
+        batches started from; later ones may differ), else the first that differs."""
+        mine = [k for k, s in enumerate(self.steps) if s < steps]
+        theirs = [k for k, s in enumerate(saved.steps) if s < steps]
+        for k in range(max(len(mine), len(theirs))):
+            if k >= len(mine) or k >= len(theirs) or not self._same_point(saved, k):
+                a = saved.breakpoints[k] if k < len(theirs) else "none"
+                b = self.breakpoints[k] if k < len(mine) else "none"
+                return f"breakpoint {k} is {_shown(a)} in the state and {_shown(b)} in the loader"
+        return None
 
     def _same_point(self, other: Schedule, k: int) -> bool:
         names = sorted(set(self.names) | set(other.names))
@@ -201,9 +228,22 @@ class Schedule:
         same_q = all(mine.get(n, 0) == theirs.get(n, 0) for n in names)
         return self.steps[k] == other.steps[k] and same_q
 
+    def spliced(self, future: Schedule, at: int, names: Sequence[str]) -> Schedule:
+        """The weights of this schedule at steps < `at` and of `future` from `at` on, exact, over `names`."""
+        if at <= 0:
+            return Schedule(future.breakpoints, names=names)
+        if len(self.steps) == len(future.steps) and all(self._same_point(future, k) for k in range(len(self.steps))):
+            return Schedule(self.breakpoints, names=names)  # the same weights: nothing to splice
+        points = [(s, w) for s, w in self.breakpoints if s < at - 1]
+        points.append((at - 1, dict(zip(self.names, self.exact(at - 1)))))
+        points.append((at, dict(zip(future.names, future.exact(at)))))
+        points += [(s, w) for s, w in future.breakpoints if s > at]
+        return Schedule(points, names=names)
+
     def state(self) -> list[list]:
-        """Plain lists and dicts (JSON- and torch.save-able): [[step, {source: weight}], ...]."""
-        return [[s, dict(w)] for s, w in self.breakpoints]
+        """Plain lists and dicts (JSON- and torch.save-able): [[step, {source: weight}], ...], exact weights as
+        'n/d' strings."""
+        return [[s, {n: str(v) if isinstance(v, Fraction) else v for n, v in w.items()}] for s, w in self.breakpoints]
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Schedule) and self.breakpoints == other.breakpoints

@@ -92,3 +92,21 @@ def test_a_source_that_never_had_weight_changes_no_row():
     assert a.ledger.digest == b.ledger.digest and np.array_equal(
         a.round_robin.assign(8, 30), b.round_robin.assign(8, 30)
     )
+
+
+@pytest.mark.parametrize(
+    "tamper, message",
+    [
+        (lambda s: s["sources"]["wikitext"].__setitem__("epoch", "x"), "must be ints"),
+        (lambda s: s.__setitem__("history", [[0, {"fineweb_edu": 1.0}]]), "inconsistent epoch-mode state"),
+        (lambda s: s.__setitem__("history", None), "the state's schedule history does not fit"),
+        (lambda s: s.__setitem__("credits", [1, -1]), "not an epoch-mode state"),
+        (lambda s: s.__setitem__("step", N + 1), "inconsistent epoch-mode state"),
+        (lambda s: s["ledger"].__setitem__("steps", N - 1), "its ledger covers 12 batches"),
+    ],
+)
+def test_a_tampered_state_is_refused_with_one_value_error(loader_caches, tamper, message):
+    state = saved(loader_caches)
+    tamper(state)
+    with pytest.raises(ValueError, match=message):
+        loader(loader_caches, "epoch").load_state_dict(state)

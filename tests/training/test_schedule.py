@@ -52,6 +52,7 @@ def test_weights_are_linear_between_breakpoints_and_constant_after_the_last():
         == Schedule.of([(0, {"a": 0.5, "b": 0.5})])
         == Schedule.of([[0, {"a": 0.5, "b": 0.5}]])
     )
+    assert Schedule.of({0: {"a": 1.0}, 10: {"b": 1.0}}) == Schedule([(0, {"a": 1.0}), (10, {"b": 1.0})])
 
 
 @pytest.mark.parametrize(
@@ -224,17 +225,44 @@ def test_a_source_added_later_resumes_from_the_start_of_its_order(loader_caches)
 
 
 @pytest.mark.parametrize("mode", ["random", "epoch"])
-def test_a_schedule_that_changes_steps_already_read_is_refused_naming_the_breakpoint(loader_caches, mode):
-    saver = loader(loader_caches, mode)
+def test_a_ramp_under_way_may_be_redirected_and_the_weights_from_the_saved_step_follow(loader_caches, mode):
+    state = saved_state(loader_caches, mode)
+    moved_end = [*RAMP[:3], (40, {"gutenberg": 1.0})]  # the ramp from step 10, now slower and elsewhere
+    resumed = loader(loader_caches, mode, p=moved_end)
+    resumed.load_state_dict(state)
+    spliced = Schedule(RAMP).spliced(Schedule(moved_end), N, resumed.names)  # RAMP before 13, moved_end after
+    assert [spliced.exact(s) for s in (12, 13, 20)] == [
+        Schedule(RAMP).used().exact(12),
+        Schedule(moved_end).exact(13),
+        Schedule(moved_end).exact(20),
+    ]
+    straight = loader(loader_caches, mode, p=spliced)
+    want = [next(straight) for _ in range(N + M)][N:]
+    assert digest([next(resumed) for _ in range(M)]) == digest(want)
+    again = loader(loader_caches, mode, p=moved_end)  # and that state resumes in its turn
+    again.load_state_dict(json.loads(json.dumps(resumed.state_dict())))
+    assert digest([next(again) for _ in range(5)]) == digest([next(resumed) for _ in range(5)])
+
+
+def saved_state(root, mode: str) -> dict:
+    saver = loader(root, mode)
     for _ in range(N):
         next(saver)
-    state = json.loads(json.dumps(saver.state_dict()))
-    moved_end = [*RAMP[:3], (40, RAMP[3][1])]  # the ramp under way, slower: steps 11 and 12 change
+    return json.loads(json.dumps(saver.state_dict()))
+
+
+@pytest.mark.parametrize("mode", ["random", "epoch"])
+def test_a_schedule_that_changes_the_past_is_refused_naming_the_breakpoint(loader_caches, mode):
+    state = saved_state(loader_caches, mode)
+    moved_start = [*RAMP[:2], (11, P), RAMP[3]]  # the ramp to P ended at 11 instead of 10
     with pytest.raises(ValueError) as e:
-        loader(loader_caches, mode, p=moved_end).load_state_dict(state)
-    assert str(e.value).startswith("refusing to resume at step 13: the loader's schedule changes steps already read")
-    assert "breakpoint 3 is (30, " in str(e.value) and "(40, " in str(e.value) and "from step 11" in str(e.value)
-    with pytest.raises(ValueError, match=r"breakpoint 0 is \(0, \{'wikitext': 1.0\}\) in the state"):
+        loader(loader_caches, mode, p=moved_start).load_state_dict(state)
+    assert str(e.value) == (
+        "refusing to resume at step 13: the loader's schedule changes the past: breakpoint 2 is (10, {'fineweb_edu': "
+        "0.5, 'gutenberg': 0.2, 'wikitext': 0.3}) in the state and (11, {'fineweb_edu': 0.5, 'gutenberg': 0.2, "
+        "'wikitext': 0.3}) in the loader; keep the breakpoints before step 13 as saved and edit only later ones"
+    )
+    with pytest.raises(ValueError, match=r"breakpoint 0 is \(0, \{'wikitext': 1\}\) in the state"):
         loader(loader_caches, mode, p=P).load_state_dict(state)
     state["fingerprint"]["schedule"] = "tampered"
     with pytest.raises(ValueError, match="the state's schedule is not one"):
