@@ -59,9 +59,18 @@ def result_line(group: Group) -> str:
     return f"{group.job}: {'; '.join(_describe(m) for m in metas)} -> {_where(group.outputs)}"
 
 
+# The order of the result lines: the way the data flows (the DAG's own order is arbitrary), then by name.
+FLOW = ("tokenizer", "pretrain", "sft", "streams")
+
+
+def _flow_order(group: Group) -> tuple[int, str]:
+    rule = group.job.split()[0]
+    return (FLOW.index(rule) if rule in FLOW else len(FLOW), group.job)
+
+
 def success_message(groups: list[Group]) -> str:
-    """One line per job that ran (the aggregate flag job left out)."""
-    lines = [result_line(g) for g in groups if g.logs]
+    """One line per job that ran (the aggregate flag job left out), in the order the data flows."""
+    lines = [result_line(g) for g in sorted(groups, key=_flow_order) if g.logs]
     return "\n".join(["niels_gpt: built"] + [f"  {ln}" for ln in lines]) if lines else ""
 
 

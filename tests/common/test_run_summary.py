@@ -54,13 +54,13 @@ def test_a_successful_run_prints_one_line_per_job_from_its_meta(tmp_path):
     )
     flag = Group("all", [str(tmp_path / "all")], logs=[])  # the aggregate flag: not a job worth a line
     report = job(tmp_path, "report_sft", {"report/sft_mix.svg": "<svg/>", "report/sft_supervision.svg": "<svg/>"}, "")
-    lines = success_message([sft, tok, flag, report]).splitlines()
+    lines = success_message([report, sft, flag, tok]).splitlines()  # in the DAG's order: any
     assert lines[0] == "niels_gpt: built"
-    assert lines[1] == (
+    assert lines[2] == (
         f"  sft (source=primer): train 180 examples, val 20 examples; train 84,991 tokens, val 19,898 tokens "
         f"-> {tmp_path}/sft/primer/ (2 outputs)"
     )
-    assert lines[2] == f"  tokenizer: 16,004 ids, sha256 abababab -> {tmp_path}/tokenizer/ (2 outputs)"
+    assert lines[1] == f"  tokenizer: 16,004 ids, sha256 abababab -> {tmp_path}/tokenizer/ (2 outputs)"  # data flow
     assert lines[3] == f"  report_sft: wrote {tmp_path}/report/ (2 outputs)"
     assert len(lines) == 4
 
