@@ -56,6 +56,13 @@ def build_old(cache: Path) -> None:
     write(cache / "pretrain" / "roam" / "meta.json", b'{"old": 2}')
 
 
+def old_cache(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A cache of earlier builds and its files' contents (`tree`)."""
+    cache = tmp_path / "cache"
+    build_old(cache)
+    return cache, tree(cache)
+
+
 def delete_outputs(group: Group) -> None:
     """What Snakemake does to a job's outputs before running it (and after it failed)."""
     for p in map(Path, group.outputs):
@@ -69,9 +76,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def test_a_failed_job_gets_its_previous_outputs_and_records_back(tmp_path):
-    cache = tmp_path / "cache"
-    build_old(cache)
-    before = tree(cache)
+    cache, before = old_cache(tmp_path)
     groups = [sft_group(cache), pretrain_group(cache)]
     records = FakeRecords({p: {"params": ["old"]} for g in groups for p in g.outputs})
     kept, _ = snapshot(groups, cache, records)
@@ -98,9 +103,7 @@ def test_a_failed_job_gets_its_previous_outputs_and_records_back(tmp_path):
 
 
 def test_a_stopped_job_loses_its_half_written_outputs_to_the_previous_ones(tmp_path):
-    cache = tmp_path / "cache"
-    build_old(cache)
-    before = tree(cache)
+    cache, before = old_cache(tmp_path)
     group = pretrain_group(cache)
     kept, _ = snapshot([group], cache)
     delete_outputs(group)
@@ -110,8 +113,7 @@ def test_a_stopped_job_loses_its_half_written_outputs_to_the_previous_ones(tmp_p
 
 
 def test_the_links_share_the_bytes_and_a_rename_over_the_output_leaves_the_kept_copy_alone(tmp_path):
-    cache = tmp_path / "cache"
-    build_old(cache)
+    cache, _ = old_cache(tmp_path)
     group = sft_group(cache)
     run, _ = snapshot([group], cache)
     out = Path(group.outputs[0])
@@ -124,9 +126,7 @@ def test_the_links_share_the_bytes_and_a_rename_over_the_output_leaves_the_kept_
 
 
 def test_a_run_killed_before_its_hooks_is_put_right_by_the_next_run_and_a_live_run_is_left_alone(tmp_path):
-    cache = tmp_path / "cache"
-    build_old(cache)
-    before = tree(cache)
+    cache, before = old_cache(tmp_path)
     group = sft_group(cache)
     kept, _ = snapshot([group], cache)
     delete_outputs(group)  # ... and Snakemake was killed: no onerror
@@ -152,9 +152,7 @@ def dead_pid() -> int:
 
 
 def test_a_first_build_has_nothing_to_keep_and_jobs_that_never_started_keep_what_they_have(tmp_path):
-    cache = tmp_path / "cache"
-    build_old(cache)
-    before = tree(cache)
+    cache, before = old_cache(tmp_path)
     new = Group("streams (source=wiki)", [str(cache / "streams" / "wiki_train.bin")], logs=[])
     kept, _ = snapshot([new, sft_group(cache)], cache)
     assert restore(kept) == []  # wiki never existed; sft never started, so Snakemake deleted nothing
