@@ -10,6 +10,8 @@
 #   {cache}/tokenizer/spm.model, meta.json                       rules/tokenizer.smk
 #   {cache}/pretrain/{source}/{train,val}/shard_NNNNN.bin        rules/pretrain.smk
 #   {cache}/pretrain/{source}/meta.json                            (lists its shards; written last)
+#   {cache}/pretrain/{source}/parts/part_NNN/...                   pretrain.num_parts > 1: one cache per part,
+#                                                                  and meta.json the manifest of their shards
 #   {cache}/sft/{source}/{train,val}_tokens.bin, _idx.npy, meta.json     rules/sft.smk
 #   {cache}/streams/{source}_{train,val}.bin, .meta.json          rules/streams.smk
 #   {cache}/report/*.svg, leakage_table.html, leakage.json        rules/report.smk (figures, leakage audit)

@@ -2,7 +2,9 @@
 
     {cache}/tokenizer/spm.model, meta.json
     {cache}/pretrain/{source}/{train,val}/shard_NNNNN.bin, meta.json
-    {cache}/pretrain/{source}/parts/part_NNN/...            (pretrain.num_parts > 1: one cache per part)
+    {cache}/pretrain/{source}/parts/part_NNN/...            (pretrain.num_parts > 1: one cache per part; the
+                                                            source's meta.json is then a manifest of their shards,
+                                                            shard_list.py, and it has no train/ val/ of its own)
     {cache}/pretrain/{source}/.resume/                      a streamed build's checkpoint (pretrain/resume.py);
                                                             removed when the build finishes
     {cache}/sft/{source}/{train,val}_tokens.bin, {train,val}_idx.npy, meta.json
@@ -68,7 +70,7 @@ SPLITS = ("train", "val")
 META = "meta.json"
 TOKENIZER_MODEL = "spm.model"
 ALL_FLAG = "all"
-PARTS_DIR = "parts"  # beside train/ and val/, so a reader of a split never sees part shards
+PARTS_DIR = "parts"  # beside train/ and val/: a split's files are those meta.json lists (shard_list.py)
 # beside train/ and val/ too: not an output of the Snakemake job, so a failed job's cleanup keeps it; a
 # dot folder, so the cache-tree walker never takes it for an artifact
 RESUME_DIR = ".resume"
@@ -78,7 +80,9 @@ STREAM_META_SUFFIX = ".meta.json"
 
 # Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
 # users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
-FORMAT_VERSION = 4  # 4: a single stream's split rule draws from numpy.random.default_rng(seed), not torch's generator
+# 5: a parted source's meta.json is a manifest of its parts' shards (no train/ val/ of its own); the parts'
+#    shards rotate at pretrain.shard_bytes. 4: a single stream's split rule draws from numpy.random.default_rng
+FORMAT_VERSION = 5
 STREAM_FORMAT_VERSION = 3
 REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
 

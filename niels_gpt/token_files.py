@@ -9,6 +9,11 @@ passes: `verify`, `info`, the report, the leakage audit): it reads with plain re
 caller owns, so memory is what the caller asks for and pages read never stay resident, whatever the
 files' size. Readers only ever see final names; `list_shards` ignores `*.tmp` files, which a running
 or killed build leaves under their temporary name.
+
+A `TokenFile` is a token file as readers see it: its path and, where a pretrain manifest says so
+(shard_list.py), an id read in place of the file's last token (`last_id`: the eot that ends a budget-cut
+document at a part boundary). It is path-like, and `open_tokens` and `DiskSequence` apply `last_id`, so the
+file on disk stays as its part wrote it while every reader sees the same ids.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +38,23 @@ OFFSET_DTYPE_NAME = "int64-le"
 MAX_VOCAB = 1 << 16
 BYTE_DTYPE = np.dtype("u1")  # the UTF-8 byte streams
 READ_CHUNK_BYTES = 1 << 23  # DiskSequence.chunks: 8 MiB per read, flat memory, ~128 Python iterations per GB
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenFile:
+    """A token file as readers see it: `path`, with `last_id` (when not None) read in place of its last token.
+    Path-like (os.fspath gives the path), so it goes wherever a path does."""
+
+    path: Path
+    last_id: int | None = None
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+
+def last_id_of(path) -> int | None:
+    """The id read in place of the last token of `path` (a TokenFile's `last_id`; None for a plain path)."""
+    return path.last_id if isinstance(path, TokenFile) else None
 
 
 def check_vocab_fits(vocab_size: int, *, what: str = "tokenizer") -> None:
@@ -71,11 +94,20 @@ def token_count(path: str | os.PathLike) -> int:
 
 
 def open_tokens(path: str | os.PathLike) -> np.ndarray:
-    """Read-only memory map of a uint16 token file (an empty file gives an empty array)."""
+    """Read-only memory map of a uint16 token file (an empty file gives an empty array).
+
+    A TokenFile with a `last_id` is mapped copy-on-write ("c") and its last id set in the map: the one page
+    touched becomes private to this process, the file is never written."""
     n = token_count(path)
     if n == 0:
         return np.zeros(0, dtype=TOKEN_DTYPE)  # np.memmap cannot map an empty file
-    return np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
+    last, path = last_id_of(path), os.fspath(path)
+    if last is None:
+        return np.memmap(path, dtype=TOKEN_DTYPE, mode="r", shape=(n,))
+    tokens = np.memmap(path, dtype=TOKEN_DTYPE, mode="c", shape=(n,))
+    tokens[-1] = last
+    tokens.flags.writeable = False  # read-only to the caller, like every other map
+    return tokens
 
 
 def list_shards(split_dir: str | os.PathLike) -> list[Path]:
@@ -98,6 +130,7 @@ class DiskSequence:
 
     def __init__(self, paths: Sequence[str | os.PathLike], dtype=TOKEN_DTYPE):
         self.paths = [Path(p) for p in paths]
+        self.last_ids = [last_id_of(p) for p in paths]  # TokenFile.last_id: read in place of a file's last item
         self.dtype = np.dtype(dtype)
         if self.dtype not in (TOKEN_DTYPE, BYTE_DTYPE):
             raise ValueError(f"DiskSequence reads {TOKEN_DTYPE} token files or {BYTE_DTYPE} byte streams, not {dtype}")
@@ -118,6 +151,8 @@ class DiskSequence:
                 start = (pos - int(self.bounds[i])) * self.dtype.itemsize
                 _read_exact(self.paths[i], start, memoryview(out[pos - lo : pos - lo + take]).cast("B"))
                 pos += take
+                if self.last_ids[i] is not None and pos == int(self.bounds[i + 1]):
+                    out[pos - lo - 1] = self.last_ids[i]
             i += 1
         return out
 

@@ -2,7 +2,9 @@
 # The shard count is known only after the build, so the split folders are directory() outputs
 # (Snakemake clears them before a rerun: no stale shards) and meta.json, written last, lists them.
 # With pretrain.num_parts > 1 the enabled streamed sources (PARTED_SOURCES) are built by pretrain_part
-# (one job per part, cache/pretrain/{source}/parts/part_NNN/) and pretrain_merge instead (niels_gpt/pretrain/parts.py).
+# (one job per part, cache/pretrain/{source}/parts/part_NNN/: a complete cache each) and pretrain_merge, which
+# writes only cache/pretrain/{source}/meta.json: a manifest listing the parts' shards (niels_gpt/pretrain/parts.py).
+# The parts' outputs are the merge's inputs, so a part rebuilt makes the merge run again.
 
 from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES, source_input_files
 from niels_gpt.layout import FORMAT_VERSION
@@ -17,8 +19,18 @@ PARTED_SOURCES = [s for s in STREAMED_SOURCES if NUM_PARTS > 1 and config["sourc
 WHOLE_SOURCES = [s for s in PRETRAIN_SOURCES if s not in PARTED_SOURCES]
 PART_NAMES = [layout.part_name(k) for k in range(NUM_PARTS)]
 # Every declared output of every pretrain source: inputs of the report jobs that read them, and of cache/all.
+# A parted source's are its parts' train/, val/ and meta.json, and its manifest (meta.json).
+PART_OUTPUTS = (*layout.SPLITS, layout.META)
 PRETRAIN_TARGETS = [
-    f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in PRETRAIN_SOURCES for name in (*layout.SPLITS, layout.META)
+    f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in WHOLE_SOURCES for name in (*layout.SPLITS, layout.META)
+]
+PRETRAIN_TARGETS += [
+    target
+    for s in PARTED_SOURCES
+    for target in [
+        *expand(f"{layout.pretrain_dir(CACHE, s)}/{layout.PARTS_DIR}/{{part}}/{{name}}", part=PART_NAMES, name=PART_OUTPUTS),
+        f"{layout.pretrain_dir(CACHE, s)}/{layout.META}",
+    ]
 ]
 
 
@@ -62,7 +74,7 @@ if PARTED_SOURCES:
             source="|".join(PARTED_SOURCES),
             part="|".join(PART_NAMES),
         params:
-            spec=source_spec("seed", "demo", "pretrain.num_parts"),  # not shard_bytes: only the merge re-shards
+            spec=source_spec("seed", "demo", "pretrain.num_parts", "pretrain.shard_bytes"),  # its shards are the cache's
             unnameable=source_unnameable(source_input_files),
             index=wildcard_index("part", PART_NAMES),
             format_version=FORMAT_VERSION,
@@ -81,16 +93,14 @@ if PARTED_SOURCES:
     rule pretrain_merge:
         input:
             parts=expand(  # every declared output of the source's part jobs
-                f"{PART_DIR}/{{name}}", part=PART_NAMES, name=(*layout.SPLITS, layout.META), allow_missing=True
+                f"{PART_DIR}/{{name}}", part=PART_NAMES, name=PART_OUTPUTS, allow_missing=True
             ),
         output:
-            train=directory(f"{PRETRAIN_DIR}/train"),
-            val=directory(f"{PRETRAIN_DIR}/val"),
-            meta=f"{PRETRAIN_DIR}/{layout.META}",
+            meta=f"{PRETRAIN_DIR}/{layout.META}",  # the manifest: the parts' shards, nothing copied
         wildcard_constraints:
             source="|".join(PARTED_SOURCES),
         params:
-            spec=config_spec("pretrain.shard_bytes", "pretrain.num_parts"),
+            spec=config_spec("pretrain.num_parts"),
             format_version=FORMAT_VERSION,
         conda:
             "../environment.yml"

@@ -17,6 +17,7 @@ from niels_gpt.hashing import sha256_file
 from niels_gpt.inspection.scan import example_blocks, scan_bytes, scan_tokens
 from niels_gpt.inspection.tree import Artifact
 from niels_gpt.layout import SPLITS, TOKENIZER_MODEL
+from niels_gpt.shard_list import is_manifest, manifest_problems, split_shards, unlisted_shards
 from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, open_tokens
 
 SHORT_SHA = 12  # hex digits shown for a file hash mismatch (both sides); tokenizer mismatches show all 64
@@ -31,6 +32,7 @@ class Check:
     status: str = "ok"
     problems: list[str] = field(default_factory=list)
     detail: str = ""
+    rebuild: list[Path] = field(default_factory=list)  # meta.json files to rebuild (default: the artifact's)
 
 
 @dataclass
@@ -121,39 +123,52 @@ def verify_tokenizer(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
     c.detail = f"{tok.vocab_size:,} pieces, sha256 {_short(sha)}"
 
 
+def _part_to_rebuild(art: Artifact, meta: dict, shard, c: Check, first: int) -> None:
+    """A manifest's damaged file is its part's: that part is what to rebuild (the merge then runs again).
+    `first`: the index of the file's first problem, which gets the note."""
+    if shard.part is None:
+        return
+    rel = next((p.get("meta") for p in meta.get("parts") or [] if p.get("index") == shard.part), None)
+    if rel is None:
+        return
+    c.problems[first] += f" [a file of part {shard.part}: rebuild that part]"
+    if art.path / rel not in c.rebuild:
+        c.rebuild.append(art.path / rel)
+
+
 def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
+    """Every file meta.json lists (a manifest: every part's shard, re-hashed) against its record, the split
+    totals and document counts as readers see the ids (a manifest's end_eot applied), no unlisted shard in a
+    split folder, and no part of a manifest changed since the merge."""
     vocab = _tokenizer_matches(meta, ctx, c.problems)
     eot = meta.get("eot_id")
     totals = []
+    c.problems += manifest_problems(art.path, meta)
     for split in SPLITS:
-        listed = (meta.get("shards") or {}).get(split, [])
-        on_disk = [p.name for p in art.files(split)]
-        names = [s.get("file") for s in listed]
-        for name in sorted(set(on_disk) - set(names)):
-            c.problems.append(f"{split}/{name}: on disk but not listed in meta.json (stale shard?); {REBUILD}")
+        shards = split_shards(art.path, split, meta)
+        for name in unlisted_shards(art.path, split, shards):
+            c.problems.append(f"{name}: on disk but not listed in meta.json (stale shard?); {REBUILD}")
         n_split, after_eot, last, n_eot, problems_before = 0, True, None, 0, len(c.problems)
-        for s in listed:
-            where = f"{split}/{s.get('file')}"
-            n = _even_size(art.path / split / s.get("file", "?"), where, c.problems)
+        for s in shards:
+            before = len(c.problems)
+            n = _even_size(s.path, s.name, c.problems)
             if n is None:
+                _part_to_rebuild(art, meta, s, c, before)
                 continue
-            if n != s.get("tokens"):
-                c.problems.append(f"{where}: {n:,} tokens, meta.json says {s.get('tokens')}")
+            if n != s.tokens:
+                c.problems.append(f"{s.name}: {n:,} tokens, meta.json says {s.tokens}")
             scan = scan_tokens(
-                art.path / split / s["file"],
-                hash=not ctx.quick,
-                vocab_size=vocab,
-                eot_id=eot,
-                after_eot=after_eot,
-                on_bytes=ctx.on_bytes,
+                s, hash=not ctx.quick, vocab_size=vocab, eot_id=eot, after_eot=after_eot, on_bytes=ctx.on_bytes
             )
-            _hash_matches(where, scan.sha256, s.get("sha256"), c.problems)
-            _ids_in_vocab(where, scan, vocab, c.problems)
+            _hash_matches(s.name, scan.sha256, s.sha256, c.problems)
+            _ids_in_vocab(s.name, scan, vocab, c.problems)
+            if len(c.problems) > before:
+                _part_to_rebuild(art, meta, s, c, before)
             n_split += n
             n_eot += scan.n_eot
             if scan.last_token is not None:
                 last, after_eot = scan.last_token, scan.last_token == eot
-        listed_total = sum(s.get("tokens") or 0 for s in listed)
+        listed_total = sum(s.tokens or 0 for s in shards)
         if meta.get(f"{split}_tokens") != listed_total:
             c.problems.append(
                 f"{split}: meta.json {split}_tokens={meta.get(f'{split}_tokens')} but its shards list {listed_total:,}"
@@ -165,8 +180,8 @@ def verify_pretrain(art: Artifact, meta: dict, ctx: Context, c: Check) -> None:
                     f"{split}: {docs:,} documents in the shards (eot ids), "
                     f"meta.json says {meta[f'{split}_documents']:,}"
                 )
-        totals.append(f"{split} {n_split:,} tokens in {len(listed)} shard{'s' if len(listed) != 1 else ''}")
-    c.detail = ", ".join(totals)
+        totals.append(f"{split} {n_split:,} tokens in {len(shards)} shard{'s' if len(shards) != 1 else ''}")
+    c.detail = ", ".join(totals) + (f" (a manifest of {meta.get('num_parts')} parts)" if is_manifest(meta) else "")
 
 
 def _check_offsets(where: str, offsets, n_tok: int, n_examples, problems: list[str]) -> bool:

@@ -80,7 +80,7 @@ def inspect_pretrain(art: Artifact, split: str, tokenizer, *, n: int, seed: int,
         ids = maps[s][off : off + tokens]
         out += [
             "",
-            f"--- [{k}] {split}/{shards[s].name} tokens {off:,}..{off + len(ids):,}",
+            f"--- [{k}] {shards[s].name} tokens {off:,}..{off + len(ids):,}",
             decode_named(tokenizer, ids),
         ]
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from niels_gpt.token_files import BYTE_DTYPE, TOKEN_DTYPE, DiskSequence
+from niels_gpt.token_files import BYTE_DTYPE, TOKEN_DTYPE, DiskSequence, last_id_of, token_count
 
 EXAMPLE_BLOCK_TOKENS = 1 << 22  # SFT work per block of whole examples: bounds the mask to ~4 MB
 
@@ -61,14 +61,20 @@ def scan_tokens(
     `after_eot`: was the token before this file an eot (True at the start of a split; pass the previous
     shard's `last_token == eot` to continue a split). `sample_frac` of every chunk's tokens (its head)
     are bincounted into `id_counts` (allocated if None), so the sample spreads evenly over the file.
+    A TokenFile with a `last_id` (a manifest's end_eot) is hashed as it is on disk and counted as readers
+    see it.
     """
     scan = TokenScan()
+    last_id, total = last_id_of(path), token_count(path)
+    path = os.fspath(path)
     h = hashlib.sha256() if hash else None
     if sample_frac > 0 and id_counts is None:
         id_counts = np.zeros(max(vocab_size or 0, 1 << 16), dtype=np.int64)
     for chunk in _chunks(path, TOKEN_DTYPE, on_bytes):
         if h is not None:
             h.update(chunk)
+        if last_id is not None and scan.n_tokens + len(chunk) == total:
+            chunk[-1] = last_id  # a new array (DiskSequence): the file is not touched
         top = int(chunk.max())
         if vocab_size is not None and top >= vocab_size and scan.first_out_of_vocab is None:
             scan.first_out_of_vocab = scan.n_tokens + int(np.argmax(chunk >= vocab_size))

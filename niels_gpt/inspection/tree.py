@@ -2,7 +2,7 @@
 
 The tree the Snakemake workflow writes (layout.py):
   {cache}/tokenizer/spm.model + meta.json
-  {cache}/pretrain/{source}/meta.json + {train,val}/shard_NNNNN.bin
+  {cache}/pretrain/{source}/meta.json + {train,val}/shard_NNNNN.bin (parted: the parts' shards, listed in meta.json)
   {cache}/sft/{source}/meta.json + {train,val}_tokens.bin + {train,val}_idx.npy
   {cache}/streams/{source}_{split}.bin + {source}_{split}.meta.json
 `list_artifacts(root)` lists every artifact of a cache root in that order (the report and the leakage
@@ -37,7 +37,7 @@ from niels_gpt.layout import (
     tokenizer_model,
 )
 from niels_gpt.meta import read_meta
-from niels_gpt.token_files import list_shards
+from niels_gpt.shard_list import split_shards
 
 SOURCE_FAMILIES = ("pretrain", "sft")  # a folder per source, holding both splits
 BUILD_HINT = (
@@ -68,10 +68,19 @@ class Artifact:
         return (self.split,) if self.split else ()
 
     def files(self, split: str) -> list[Path]:
-        """The files holding one split's ids (or bytes), in order, as named on disk: a pretrain split's
-        shards (none if its folder is missing), an SFT `{split}_tokens.bin`, a stream's .bin."""
+        """The files holding one split's ids (or bytes), in order: a pretrain split's shards as its meta.json
+        lists them (shard_list.split_shards: Shard objects, path-like, a manifest's parts' shards with their
+        end_eot; without a readable meta.json the split folder's shards, none if it is missing), an SFT
+        `{split}_tokens.bin`, a stream's .bin."""
         if self.kind == "pretrain":
-            return list_shards(self.path / split) if (self.path / split).is_dir() else []
+            try:
+                meta = self.read_meta() if self.meta_path.is_file() else {}
+            except ValueError:  # damaged meta.json: verify reports it; the files on disk are what there is
+                meta = {}
+            try:
+                return split_shards(self.path, split, meta if isinstance(meta, dict) else {})
+            except NotADirectoryError:  # listed nowhere, and no folder
+                return []
         if self.kind == "sft":
             return [self.path / sft_tokens_name(split)]
         return [self.path] if self.kind == "streams" else []
@@ -203,7 +212,7 @@ def _select_file(p: Path) -> Selection:
 def find_artifacts(path: str | os.PathLike) -> Selection:
     """The artifacts under `path` (see the module docstring); errors name the path and what to do."""
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not (p.name in SPLITS and (p.parent / META).is_file()):
         raise FileNotFoundError(f"{p}: no such cache; {BUILD_HINT}")
     if p.is_file():
         return _select_file(p)
@@ -211,10 +220,12 @@ def find_artifacts(path: str | os.PathLike) -> Selection:
         return Selection(p, list_artifacts(p), whole_tree=True)
     if p.name in FAMILIES and p.name != "tokenizer" and _is_root(p.parent):
         return Selection(p.parent, _family(p.parent, p.name))
-    if p.name in SPLITS and (p.parent / META).is_file():
+    if p.name in SPLITS and (p.parent / META).is_file():  # a pretrain split (a manifest's has no folder)
         parent = p.parent.parent.name
         if meta_kind(p.parent, parent if parent in FAMILIES else None) == "pretrain":
             return Selection(_root_of(p.parent, "pretrain"), [folder_artifact(p.parent, "pretrain")], p.name)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such cache; {BUILD_HINT}")
     art = folder_artifact(p, p.parent.name if p.parent.name in FAMILIES else p.name)
     if art is not None:
         return _in_tree(art) if art.kind != "tokenizer" else Selection(p.parent, [art])

@@ -4,9 +4,12 @@ Per artifact (tree.py lists them; checks.py holds the checks), every problem is 
 Every meta.json first has the fields its kind requires (`meta.check_required`) and a `kind` that is the
 artifact's family; a not-built record (`built: false`) is then skipped with its reason, not failed. Then:
   tokenizer  spm.model's sha256 / vocab size / special ids == its meta.json; it loads.
-  pretrain   the shards on disk are exactly the ones meta lists; each has an even byte size, the
+  pretrain   the shards meta lists (a parted source's manifest: every part's shard, relative to the source
+             folder) are there and no unlisted shard in a split folder; each has an even byte size, the
              token count and sha256 meta records, every id < vocab_size; split totals and document
-             counts (eot ids, plus a budget-cut last document) match meta.
+             counts (eot ids as readers see them, plus a budget-cut last document) match meta; no part
+             of a manifest changed since the merge (its meta.json sha256). A damaged part file names
+             its part, and the fix line rebuilds that part (the merge then reruns).
   sft        {split}_tokens.bin even, token count, sha256 and byte size as meta; every id < vocab;
              {split}_idx.npy is 1-D int64, starts at 0, strictly increasing, last < n_tokens, one
              offset per example meta counts; every example starts with a role token; the loss-active
@@ -122,6 +125,8 @@ def fix_command(check: Check, root, cfg: dict) -> str | None:
     """The command that rebuilds a failed artifact of a cache tree (None outside a tree)."""
     if check.status != "FAIL" or root is None or check.artifact.name == "tokenizer in use":
         return None
+    if check.rebuild:  # the parts of a manifest whose files are damaged; the merge follows them
+        return build_command(" ".join(str(p) for p in check.rebuild), root, cfg, force=True)
     return build_command(check.artifact.meta_path, root, cfg, force=check.artifact.meta_path.exists())
 
 

@@ -4,8 +4,9 @@
         --tokenizer cache/tokenizer/spm.model --out-dir cache/pretrain/fineweb_edu [--demo] [--set KEY=VALUE ...]
 
 Scale-out (parts.py): `build-pretrain ... --part K --set pretrain.num_parts=N --out-dir {dir}/parts/part_00K`
-builds part K of N of a streamed source; `merge-pretrain --source S --out-dir {dir}` merges the N parts
-from {dir}/parts into the usual cache. Every setting is a config key (sources.<source>.*, pretrain.*).
+builds part K of N of a streamed source; `merge-pretrain --source S --out-dir {dir}` writes {dir}/meta.json,
+the manifest of the N parts in {dir}/parts (nothing is copied: readers read the parts' shards through it).
+Every setting is a config key (sources.<source>.*, pretrain.*).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def register(sub) -> None:
 
     q = sub.add_parser(
         "merge-pretrain",
-        help="merge the part caches of a streamed source into its usual cache (scale-out)",
-        description="Concatenate parts 0..N-1 (N = pretrain.num_parts) of a source, train and val, in part order; "
-        "re-shard at pretrain.shard_bytes; write {out-dir}/{train,val}/shard_NNNNN.bin and meta.json last.",
+        help="merge the part caches of a streamed source into one cache: a manifest of their shards (scale-out)",
+        description="List the shards of parts 0..N-1 (N = pretrain.num_parts) of a source, train and val, in part "
+        "order, in {out-dir}/meta.json (paths relative to --out-dir, with token counts and sha256); no token is "
+        "copied. Every reader of the cache reads the parts' shards through it.",
     )
     q.add_argument("--source", required=True, choices=STREAMED_SOURCES, help="source whose parts to merge")
     q.add_argument("--parts-dir", default=None, help="folder of part_000 ... (default: {out-dir}/parts)")
@@ -75,9 +77,7 @@ def run_merge_pretrain(args) -> int:
     parts_dir = args.parts_dir or f"{out_dir}/{layout.PARTS_DIR}"
     n = cfg["pretrain"]["num_parts"]
     log(f"{args.source}: merging {n} parts from {parts_dir}")
-    meta = merge_pretrain_parts(
-        parts_dir, out_dir, num_parts=n, shard_bytes=cfg["pretrain"]["shard_bytes"], source=args.source
-    )
+    meta = merge_pretrain_parts(parts_dir, out_dir, num_parts=n, source=args.source)
     for line in summary_lines(meta):
         log(line)
     log(f"wrote {out_dir}/{layout.META}")

@@ -23,8 +23,12 @@ when they do not fit) and makes every batch there, the same rows (niels_gpt.trai
 `identity` names the data for a resumed loader's check: a digest of the shard list of meta.json
 (file, tokens, sha256 of every shard), or of the shard names and sizes when there is no meta.json.
 
-Guards: the parent directory's meta.json (when present) must say `built: true` and list exactly the
-shards on disk; given a tokenizer, the cache's `tokenizer_sha256` must equal the tokenizer's. Several
+The split's files are those its meta.json lists (niels_gpt.shard_list: a parted source's manifest lists its
+parts' shards, so `.../fineweb_edu/train` is read even though no such folder exists, with the eot that ends
+a budget-cut document at a part boundary applied); a window never spans two files.
+Guards: the parent directory's meta.json (when present) must say `built: true`, every file it lists must be
+there with its listed size and no unlisted shard beside them, and no part of a manifest may have changed since
+the merge; given a tokenizer, the cache's `tokenizer_sha256` must equal the tokenizer's. Several
 sources are mixed by `niels_gpt.cache.loader.MixedLoader`.
 """
 
@@ -39,12 +43,13 @@ import torch
 from niels_gpt.hashing import sha256_json
 from niels_gpt.layout import META
 from niels_gpt.meta import is_built, read_meta
+from niels_gpt.shard_list import Shard, manifest_problems, split_shards, unlisted_shards
 from niels_gpt.to_device import to_device
-from niels_gpt.token_files import list_shards, open_tokens
+from niels_gpt.token_files import open_tokens
 from niels_gpt.token_windows import StrideTiling, gather_rows, split_xy
 
 
-def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | None:
+def _check_meta(shards_dir: Path, tokenizer) -> dict | None:
     meta_path = shards_dir.parent / META
     if not meta_path.exists():
         if tokenizer is not None:
@@ -65,16 +70,26 @@ def _check_meta(shards_dir: Path, shard_paths: list[Path], tokenizer) -> dict | 
             f"tokenizer in use ({getattr(tokenizer, 'model_path', 'tokenizer')}) has sha256 {tokenizer.sha256}; "
             "rebuild the cache with this tokenizer"
         )
-    listed = (meta.get("shards") or {}).get(shards_dir.name)
-    if listed is not None:
-        want = [(s["file"], s["tokens"]) for s in listed]
-        have = [(p.name, p.stat().st_size // 2) for p in shard_paths]
-        if want != have:
-            raise ValueError(
-                f"{shards_dir}: shards on disk {have} do not match {meta_path} {want}; "
-                "the cache is stale or damaged - rebuild it"
-            )
     return meta
+
+
+def _check_files(shards_dir: Path, shards: list[Shard], meta: dict | None) -> None:
+    """The files meta.json lists are there with the listed sizes, none is unlisted, and no part of a
+    manifest changed since the merge; else one error naming what differs."""
+    if meta is None:
+        return
+    source_dir, split = shards_dir.parent, shards_dir.name
+    stale = manifest_problems(source_dir, meta)
+    if stale:
+        raise ValueError(f"{source_dir}/{META} is stale: {'; '.join(stale)}")
+    want = [(s.name, s.tokens) for s in shards]
+    have = [(s.name, s.path.stat().st_size // 2 if s.path.is_file() else None) for s in shards]
+    have += [(name, None) for name in unlisted_shards(source_dir, split, shards)]
+    if want != have:
+        raise ValueError(
+            f"{shards_dir}: shards on disk {have} do not match {source_dir / META} {want}; "
+            "the cache is stale or damaged - rebuild it"
+        )
 
 
 class PretrainTokenStreamDataset:
@@ -94,8 +109,11 @@ class PretrainTokenStreamDataset:
         self.shards_dir = Path(shards_dir)
         self.T = T
         self.device = torch.device(device)
-        self.shard_paths = list_shards(self.shards_dir)
-        self.meta = _check_meta(self.shards_dir, self.shard_paths, tokenizer)
+        self.meta = _check_meta(self.shards_dir, tokenizer)
+        # the split's files as meta.json lists them (a merge's manifest: the parts' shards), else the folder's
+        self.shards = split_shards(self.shards_dir.parent, self.shards_dir.name, self.meta or {})
+        _check_files(self.shards_dir, self.shards, self.meta)
+        self.shard_paths = [s.path for s in self.shards]
         on_purpose = ((self.meta or {}).get("empty_splits") or {}).get(self.shards_dir.name)
         if not self.shard_paths and on_purpose:
             raise ValueError(
@@ -112,7 +130,7 @@ class PretrainTokenStreamDataset:
                 f"{self.shards_dir}: no shard_*.bin files; build the cache first "
                 "(`python -m niels_gpt.cache.cli build-pretrain --source ...` or `snakemake -j4 cache/all`)"
             )
-        self.maps = [open_tokens(p) for p in self.shard_paths]  # persistent read-only memmaps
+        self.maps = [open_tokens(s) for s in self.shards]  # persistent read-only memmaps (end_eot applied)
         self.shard_tokens = [len(m) for m in self.maps]
         self.n_tokens = sum(self.shard_tokens)
         usable = [i for i, n in enumerate(self.shard_tokens) if n >= T + 1]
@@ -120,7 +138,7 @@ class PretrainTokenStreamDataset:
             longest = max(range(len(self.maps)), key=lambda i: self.shard_tokens[i])
             raise ValueError(
                 f"{self.shards_dir}: no shard holds T+1 = {T + 1:,} tokens (the longest, "
-                f"{self.shard_paths[longest].name}, has {self.shard_tokens[longest]:,}); lower T or build more tokens"
+                f"{self.shards[longest].listed}, has {self.shard_tokens[longest]:,}); lower T or build more tokens"
             )
         self.usable_shards = usable
         starts = [self.shard_tokens[i] - T for i in usable]
@@ -179,7 +197,7 @@ class PretrainTokenStreamDataset:
         """Digest of what this split holds: meta.json's shard list (with sha256s), else names and sizes."""
         listed = ((self.meta or {}).get("shards") or {}).get(self.shards_dir.name)
         if listed is None:
-            listed = [[p.name, n] for p, n in zip(self.shard_paths, self.shard_tokens)]
+            listed = [[s.listed, n] for s, n in zip(self.shards, self.shard_tokens)]
         return sha256_json({"pretrain_shards": listed})
 
     def __repr__(self) -> str:

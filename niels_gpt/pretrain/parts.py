@@ -4,7 +4,7 @@ With `pretrain.num_parts` = N > 1, a streamed source (registry.STREAMED_SOURCES:
 is tokenized by N independent jobs (separate cluster nodes) and merged by one:
 
   {source_dir}/parts/part_{k:03d}/{train,val}/shard_NNNNN.bin + meta.json   part k: `build-pretrain --part k`
-  {source_dir}/{train,val}/shard_NNNNN.bin + meta.json                      merged: `merge-pretrain`
+  {source_dir}/meta.json                                                   merged: `merge-pretrain`, a manifest
 
 Part k (0 <= k < N) is a complete cache in the usual format, written by writer.py:
 - it reads `ds.shard(num_shards=N, index=k, contiguous=True)` of the stream, taken BEFORE the buffer
@@ -18,39 +18,43 @@ Part k (0 <= k < N) is a complete cache in the usual format, written by writer.p
 - its meta.json has `provenance.part` = {index, num_parts, seed (the config seed), part_seed,
   max_train_tokens, max_val_tokens (the source's whole budgets)}.
 
-Merge (`merge_pretrain_parts`): per split, the parts' token streams concatenated in part order 0..N-1 and
-re-sharded at `shard_bytes` by the one ShardWriter (atomic shards, meta.json last, stale outputs removed
-first). Copied in COPY_CHUNK_BYTES chunks: memory stays flat; every part shard is re-hashed while read and
-must match its part's meta.json. A part whose split ends in a budget-cut document (no eot) and is followed
-by a later part's tokens gets eot in place of that document's last token, so documents stay eot-separated
-and totals stay exact (`part_boundary_cuts` counts them). Same parts => byte-identical merge.
+Merge (`merge_pretrain_parts`): writes only `{source_dir}/meta.json`, a manifest (shard_list.py) that lists per
+split, in part order 0..N-1, every part's shard files (paths relative to the source folder, so it moves or
+copies as a whole), each with its token count and sha256 from its part's meta.json; no token is copied, so
+the merge's bytes and time grow with the number of files, not of tokens. Each listed file is checked by size
+against its part's meta (verify re-hashes them). A part whose split ends in a budget-cut document (no eot)
+and that a later part's tokens follow gets `end_eot` on its last file: readers see eot in place of that
+file's last token, so documents stay eot-separated and totals stay exact (`part_boundary_cuts` counts them),
+and every reader sees the ids a copy of the parts into one stream would hold. The old meta.json is removed
+first and the new one written last and atomically: a merge stopped anywhere leaves no manifest. Same parts
+=> byte-identical manifest.
 Merged meta: the common header (the parts' dataset and tokenizer; `seed` = the config seed), the whole
-budgets, `split_rule` naming the parts, `cleaning` and `documents_seen` added up over the parts,
-`num_parts`, and `parts`: [{index, train_tokens, val_tokens, train_documents, val_documents,
-max_train_tokens, max_val_tokens, meta_sha256}]. A part may hold no val tokens on its own; the merge fails,
-like a one-job build, when the whole source would hold none (record.check_splits_filled).
+budgets, `split_rule` naming the parts, `cleaning` and `documents_seen` added up over the parts, the parts'
+`shard_bytes` (they must agree), `num_parts`, and `parts`: [{index, meta (its meta.json, relative), meta_sha256,
+train_tokens, val_tokens, train_documents, val_documents, max_train_tokens, max_val_tokens}]; a part rebuilt
+after the merge changes its meta.json, and readers and verify call the manifest stale. A part may hold no val
+tokens on its own; the merge fails, like a one-job build, when the whole source would hold none
+(record.check_splits_filled).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from niels_gpt.atomic import TMP_SUFFIX
 from niels_gpt.hashing import sha256_file
-from niels_gpt.layout import META, SPLITS, part_name
+from niels_gpt.layout import META, SHARD_GLOB, SPLITS, part_name
 from niels_gpt.log import log as log_line
-from niels_gpt.log import progress
-from niels_gpt.meta import header, read_meta, write_meta
+from niels_gpt.meta import header, read_meta, unpublish, write_meta
 from niels_gpt.pretrain.record import ON_PURPOSE, add_counts, check_splits_filled
-from niels_gpt.pretrain.shards import ShardWriter, prepare_out_dir, run_writers
 from niels_gpt.sampling import derive_seed
-from niels_gpt.token_files import TOKEN_DTYPE
+from niels_gpt.shard_list import split_shards
+from niels_gpt.token_files import TOKEN_BYTES, TOKEN_DTYPE
 
-COPY_CHUNK_BYTES = 4 << 20  # 4 MiB per read: flat memory on multi-GB shards, few syscalls
 # Fields every part must agree on (they describe the tokens or the dataset, not the part)
 SAME_IN_EVERY_PART = (
     "format_version",
@@ -67,15 +71,16 @@ SAME_IN_EVERY_PART = (
     "determinism",
     "val_doc_prob",
     "shuffle_buffer",
+    "shard_bytes",  # the parts' shards are the merged cache's shards
 )
 PART_RECORD_SAME = ("num_parts", "seed", "max_train_tokens", "max_val_tokens")
 PARTS_SPLIT_RULE = (
     "{n} parts, merged: part k reads datasets shard(num_shards={n}, index=k, contiguous=True) of the stream, "
     "taken before the buffer shuffle; within part k, with budgets B // {n} + (1 if k < B % {n}) and "
     "seed_k = splitmix64(splitmix64(seed) ^ k) folded to 32 bits (niels_gpt.sampling.derive_seed(seed, k)): {rule}. "
-    "Merge: the train (and the val) token streams of parts 0..{last} concatenated in part order and re-sharded "
-    "at shard_bytes; a part's budget-cut last document that a later part's tokens follow ends in eot in place "
-    "of its last token"
+    "Merge: the train (and the val) shards of parts 0..{last} listed in part order (a manifest, nothing copied); "
+    "a part's budget-cut last document that a later part's tokens follow is read with eot in place of its last "
+    "token"
 )
 RULE_PREFIX = "single stream: "
 
@@ -155,49 +160,40 @@ def _read_parts(parts_dir: Path, num_parts: int, source: str | None) -> list[dic
     return metas
 
 
-def _shard_chunks(split_dir: Path, shards: list[dict]) -> Iterator[np.ndarray]:
-    """The tokens of `shards` in order, COPY_CHUNK_BYTES at a time, each shard checked against meta."""
-    for s in shards:
-        path = split_dir / s["file"]
-        size = path.stat().st_size if path.is_file() else None
-        if size != 2 * s["tokens"]:
-            raise ValueError(
-                f"{path}: {'missing' if size is None else f'{size:,} bytes'}, its part's meta.json "
-                f"lists {s['tokens']:,} tokens; rebuild that part"
-            )
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while data := f.read(COPY_CHUNK_BYTES):
-                h.update(data)
-                yield np.frombuffer(data, dtype=TOKEN_DTYPE)
-        if h.hexdigest() != s["sha256"]:
-            raise ValueError(
-                f"{path}: sha256 {h.hexdigest()[:12]}... differs from its part's meta.json "
-                f"({s['sha256'][:12]}...): the part changed after its build; rebuild that part"
-            )
-
-
-def _copy_split(writer: ShardWriter, parts_dir: Path, metas: list[dict], split: str, eot: int, bar) -> int:
-    """Append every part's `split` tokens to `writer`; returns how many cut documents got an eot."""
-    cuts = 0
+def _manifest_split(out: Path, parts_dir: Path, metas: list[dict], split: str, eot: int) -> tuple[list[dict], int]:
+    """The manifest's entries of `split` (every part's files in part order, paths relative to `out`) and how
+    many part boundaries end a budget-cut document (marked `end_eot`). Each file is checked by its size
+    against its part's meta.json; only a cut part's last token is read (2 bytes)."""
+    entries, cuts = [], 0
     for k, meta in enumerate(metas):
+        shards = split_shards(parts_dir / part_name(k), split, meta)
+        for s in shards:
+            size = s.path.stat().st_size if s.path.is_file() else None
+            if size != TOKEN_BYTES * (s.tokens or 0):
+                raise ValueError(
+                    f"{s.path}: {'missing' if size is None else f'{size:,} bytes'}, its part's meta.json "
+                    f"lists {s.tokens:,} tokens; rebuild that part"
+                )
+        shards = [s for s in shards if s.tokens]
         followed = any(m[f"{split}_tokens"] for m in metas[k + 1 :])
-        held = None  # the last chunk is held back: it may end in a cut document
-        for chunk in _shard_chunks(parts_dir / part_name(k) / split, meta["shards"][split]):
-            if held is not None:
-                bar.update(writer.write(held))
-            held = chunk
-        if held is not None and followed and held[-1] != eot:
-            held = held.copy()
-            held[-1] = eot
-            cuts += 1
-        if held is not None:
-            bar.update(writer.write(held))
-        writer.n_documents += meta[f"{split}_documents"]
-    return cuts
+        for i, s in enumerate(shards):
+            entry = {"path": Path(os.path.relpath(s.path, out)).as_posix(), "tokens": s.tokens, "sha256": s.sha256}
+            entry["part"] = k
+            last = i == len(shards) - 1
+            if s.last_id is not None or (last and followed and _last_token(s.path) != eot):
+                entry["end_eot"] = True  # readers see eot in place of the file's last token
+                cuts += int(last and s.last_id is None)
+            entries.append(entry)
+    return entries, cuts
 
 
-def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int, cuts: dict) -> dict:
+def _last_token(path: Path) -> int:
+    with open(path, "rb") as f:
+        f.seek(-TOKEN_BYTES, os.SEEK_END)
+        return int(np.frombuffer(f.read(TOKEN_BYTES), dtype=TOKEN_DTYPE)[0])
+
+
+def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, manifest: dict, cuts: dict) -> dict:
     first, rec = metas[0], metas[0]["provenance"]["part"]
     n = len(metas)
     rule = first["split_rule"]
@@ -212,10 +208,9 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
     )
     meta.update({key: first.get(key) for key in SAME_IN_EVERY_PART if key not in meta})
     prov = {k: v for k, v in first["provenance"].items() if k not in ("part", "stream")}
-    prov["parts_dir"] = os.path.relpath(parts_dir, out)
+    prov["parts_dir"] = Path(os.path.relpath(parts_dir, out)).as_posix()
     prov["part_streams"] = [m["provenance"].get("stream") for m in metas]
     meta.update(
-        shard_bytes=shard_bytes,
         max_train_tokens=rec["max_train_tokens"],
         max_val_tokens=rec["max_val_tokens"],
         split_rule=PARTS_SPLIT_RULE.format(n=n, last=n - 1, rule=rule),
@@ -227,6 +222,7 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
         parts=[
             {
                 "index": k,
+                "meta": Path(os.path.relpath(parts_dir / part_name(k) / META, out)).as_posix(),
                 "train_tokens": m["train_tokens"],
                 "val_tokens": m["val_tokens"],
                 "train_documents": m["train_documents"],
@@ -238,18 +234,21 @@ def _merged_meta(metas: list[dict], parts_dir: Path, out: Path, shard_bytes: int
             for k, m in enumerate(metas)
         ],
         provenance=prov,
+        shards=manifest,
+        **{f"{split}_tokens": sum(e["tokens"] for e in manifest[split]) for split in SPLITS},
+        **{f"{split}_documents": sum(m[f"{split}_documents"] for m in metas) for split in SPLITS},
     )
     return meta
 
 
-def _check_merged(writers: dict, metas: list[dict]) -> None:
+def _check_merged(tokens: dict[str, int], metas: list[dict]) -> None:
     """The whole source must fill every split whose budget is not 0 (a part alone may hold no val)."""
     first, rec = metas[0], metas[0]["provenance"]["part"]
     source = first["provenance"].get("source") or first.get("dataset_name")
     seen = sum(m.get("documents_seen", 0) for m in metas)
     blank = add_counts(m.get("cleaning") for m in metas).get("skipped_blank", 0)
     check_splits_filled(
-        {split: w.n_tokens for split, w in writers.items()},
+        tokens,
         {split: rec[f"max_{split}_tokens"] for split in SPLITS},
         source=source,
         read=dict.fromkeys(SPLITS, seen),
@@ -272,16 +271,27 @@ def shortfalls(meta: dict) -> list[str]:
     return lines
 
 
+def _take_down(out: Path) -> None:
+    """Remove a previous merged cache: meta.json first (from then on nothing looks complete), then the
+    shards of train/ and val/ that a copy merge (format 4 and before) wrote, and those folders when empty."""
+    splits = [out / split for split in SPLITS if (out / split).is_dir()]
+    unpublish(out / META, [p for d in splits for g in (SHARD_GLOB, "*" + TMP_SUFFIX) for p in d.glob(g)])
+    for d in splits:
+        try:
+            d.rmdir()
+        except OSError:  # holds files that are not ours: leave it, readers never look there
+            pass
+
+
 def merge_pretrain_parts(
     parts_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
     *,
     num_parts: int,
-    shard_bytes: int,
     source: str | None = None,
     log: Callable[[str], None] = log_line,
 ) -> dict:
-    """Merge `parts_dir/part_{k:03d}` (k < num_parts) into `out_dir/{train,val}` + meta.json; returns the meta."""
+    """Write `out_dir/meta.json`, the manifest of `parts_dir/part_{k:03d}` (k < num_parts); returns it."""
     if num_parts < 1:
         raise ValueError(f"num_parts must be >= 1, got {num_parts}")
     parts_dir, out = Path(parts_dir), Path(out_dir)
@@ -295,22 +305,14 @@ def merge_pretrain_parts(
             "(delete them to free the space)"
         )
     eot = metas[0]["eot_id"]
-    prepare_out_dir(out)
-    writers = {split: ShardWriter(out / split, shard_bytes=shard_bytes, budget=None) for split in SPLITS}
-    total = sum(m[f"{s}_tokens"] for m in metas for s in SPLITS)
-    cuts = {}
-
-    def fill() -> dict:
-        with progress(total=total, desc=f"merge {out}", unit="tok", unit_scale=True) as bar:
-            for split, w in writers.items():
-                cuts[split] = _copy_split(w, parts_dir, metas, split, eot, bar)
-        _check_merged(writers, metas)
-        return {}
-
-    written = run_writers(writers, fill)
-    meta = _merged_meta(metas, parts_dir, out, shard_bytes, cuts)
-    meta.update(written)
-    write_meta(out / META, meta)
+    out.mkdir(parents=True, exist_ok=True)
+    _take_down(out)  # the old meta.json goes first: a merge stopped anywhere leaves none
+    manifest, cuts = {}, {}
+    for split in SPLITS:
+        manifest[split], cuts[split] = _manifest_split(out, parts_dir, metas, split, eot)
+    _check_merged({split: sum(e["tokens"] for e in manifest[split]) for split in SPLITS}, metas)
+    meta = _merged_meta(metas, parts_dir, out, manifest, cuts)
+    write_meta(out / META, meta)  # last, atomically: its presence means every file it lists was there
     for line in shortfalls(meta):
         log(f"warning: {line}")
     return meta

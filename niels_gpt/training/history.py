@@ -85,8 +85,8 @@ def where(source, item: int, documents: Documents | None = None) -> dict:
     shard, start = (int(v[0]) for v in source.locate(np.array([item], dtype=np.int64)))
     usable = getattr(source, "usable_shards", None)
     shard = usable[shard] if usable is not None else shard
-    paths = getattr(source, "shard_paths", None)
-    out = {"shard": paths[shard].name if paths else shard, "tokens": [start, start + source.T]}
+    shards = getattr(source, "shards", None)  # as meta.json lists them (a manifest: the part shard's path)
+    out = {"shard": shards[shard].listed if shards else shard, "tokens": [start, start + source.T]}
     if documents is not None:
         out["documents"] = [documents.of(shard, start), documents.of(shard, start + source.T)]
     return out
