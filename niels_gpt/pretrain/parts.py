@@ -40,6 +40,7 @@ tokens on its own; the merge fails, like a one-job build, when the whole source 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -273,14 +274,14 @@ def shortfalls(meta: dict) -> list[str]:
 
 def _take_down(out: Path) -> None:
     """Remove a previous merged cache: meta.json first (from then on nothing looks complete), then the
-    shards of train/ and val/ that a copy merge (format 4 and before) wrote, and those folders when empty."""
+    shards of train/ and val/ that a copy merge (format 4 and before) or a one-job build wrote, and those
+    folders when nothing else is left in them (a hidden file such as Snakemake's `.snakemake_timestamp` of a
+    directory output goes with its folder)."""
     splits = [out / split for split in SPLITS if (out / split).is_dir()]
     unpublish(out / META, [p for d in splits for g in (SHARD_GLOB, "*" + TMP_SUFFIX) for p in d.glob(g)])
     for d in splits:
-        try:
-            d.rmdir()
-        except OSError:  # holds files that are not ours: leave it, readers never look there
-            pass
+        if all(p.name.startswith(".") and p.is_file() for p in d.iterdir()):  # else not ours: leave it
+            shutil.rmtree(d)
 
 
 def merge_pretrain_parts(

@@ -397,7 +397,8 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
 
 def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_of_built, capsys):
     """pretrain.num_parts: 2 for real: both streamed sources (two data files each) as two part jobs and a
-    merge, the merged caches verify; a part of another source is refused by the merge."""
+    merge that writes a manifest, the merged caches verify; a part rebuilt reruns the merge; a part of another
+    source is refused by the merge."""
     from niels_gpt.cache.cli import main
     from niels_gpt.command_line import run_cli
 
@@ -417,7 +418,20 @@ def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_o
         for split in ("train", "val"):
             assert meta[f"{split}_tokens"] == sum(m[f"{split}_tokens"] for m in part_metas) > 0
         assert meta["train_tokens"] == SMALL["sources"][source]["max_train_tokens"]
+        # the merge wrote the manifest and nothing else: the parts' shards, listed relative to the source
+        assert sorted(p.name for p in (cache / "pretrain" / source).iterdir()) == ["meta.json", "parts"]
+        assert {e["path"].split("/")[1] for s in ("train", "val") for e in meta["shards"][s]} == {
+            "part_000",
+            "part_001",
+        }
     assert all(status == "ok" for _, status, _ in verify_all(cache)), verify_all(cache)
+
+    # a part rebuilt: its outputs are the merge's inputs, so the merge (and only it) runs again
+    snakemake(wf, "-j1", "-f", "cache/pretrain/fineweb_edu/parts/part_001/meta.json", extra_config=parts)
+    planned = snakemake(wf, "-n", *targets, extra_config=parts).stdout
+    assert re.search(r"^pretrain_merge\s+1$", planned, re.M) and "pretrain_part " not in planned, planned
+    snakemake(wf, "-j1", *targets, extra_config=parts)
+    assert "Nothing to be done" in snakemake(wf, "-n", *targets, extra_config=parts).stdout
 
     # gutenberg's part 1 copied over fineweb_edu's (a folder mix-up between sources): the merge refuses it
     fineweb = cache / "pretrain" / "fineweb_edu"
