@@ -14,6 +14,7 @@ from niels_gpt.token_files import (
     MAX_VOCAB,
     TOKEN_DTYPE,
     DiskSequence,
+    TokenFile,
     check_vocab_fits,
     list_shards,
     open_tokens,
@@ -142,3 +143,19 @@ def test_streaming_a_file_holds_at_most_two_chunks_in_memory(tmp_path):
     assert total > 0
     assert streamed <= 2 * chunk + 64 * 1024  # two chunks and a little bookkeeping
     assert whole >= 32 * chunk  # what reading the file at once costs
+
+
+def test_a_token_file_with_a_last_id_reads_it_in_place_of_its_last_token_and_the_file_stays(tmp_path):
+    a, b = write(tmp_path / "a.bin", [5, 6, 7]), write(tmp_path / "b.bin", [8, 9])
+    before = a.read_bytes()
+    marked = TokenFile(path=a, last_id=4)
+    tokens = open_tokens(marked)
+    assert tokens.tolist() == [5, 6, 4] and not tokens.flags.writeable
+    with pytest.raises(ValueError):
+        tokens[0] = 1  # read-only to the caller, like a plain map
+    assert open_tokens(a).tolist() == [5, 6, 7] and a.read_bytes() == before  # the file is not written
+    seq = DiskSequence([marked, b])
+    assert seq.read(0, 5).tolist() == [5, 6, 4, 8, 9]
+    assert seq.read(1, 2).tolist() == [6] and seq.read(2, 4).tolist() == [4, 8]
+    assert [c.tolist() for c in seq.chunks(chunk_bytes=4)] == [[5, 6], [4, 8], [9]]
+    assert token_count(marked) == 3 and TokenFile(path=a).last_id is None
