@@ -445,6 +445,8 @@ def test_every_reader_sees_the_ids_of_the_copy_merge(cut_tree, tiny_tokenizer, t
     ]
     _, checks, _ = verify(root / "pretrain" / "fineweb_edu", tokenizer_path=tiny_tokenizer_path)
     assert [(c.status, c.problems) for c in checks] == [("ok", [])]
+    selection, checks, _ = verify(out / "val", tokenizer_path=tiny_tokenizer_path)  # a split: no folder, its files
+    assert selection.split == "val" and [c.status for c in checks] == ["ok"]
 
 
 def test_windows_and_loaders_read_the_parts_shards_with_the_boundary_eot(cut_tree, tiny_tokenizer):
