@@ -24,14 +24,8 @@ PART_OUTPUTS = (*layout.SPLITS, layout.META)
 PRETRAIN_TARGETS = [
     f"{layout.pretrain_dir(CACHE, s)}/{name}" for s in WHOLE_SOURCES for name in (*layout.SPLITS, layout.META)
 ]
-PRETRAIN_TARGETS += [
-    target
-    for s in PARTED_SOURCES
-    for target in [
-        *expand(f"{layout.pretrain_dir(CACHE, s)}/{layout.PARTS_DIR}/{{part}}/{{name}}", part=PART_NAMES, name=PART_OUTPUTS),
-        f"{layout.pretrain_dir(CACHE, s)}/{layout.META}",
-    ]
-]
+PRETRAIN_TARGETS += expand(f"{PART_DIR}/{{name}}", source=PARTED_SOURCES, part=PART_NAMES, name=PART_OUTPUTS)
+PRETRAIN_TARGETS += expand(f"{PRETRAIN_DIR}/{layout.META}", source=PARTED_SOURCES)
 
 
 rule pretrain:

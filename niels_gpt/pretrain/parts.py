@@ -175,15 +175,16 @@ def _manifest_split(out: Path, parts_dir: Path, metas: list[dict], split: str, e
                     f"{s.path}: {'missing' if size is None else f'{size:,} bytes'}, its part's meta.json "
                     f"lists {s.tokens:,} tokens; rebuild that part"
                 )
-        shards = [s for s in shards if s.tokens]
+        shards = [s for s in shards if s.tokens]  # an empty file adds nothing (and has no last token)
         followed = any(m[f"{split}_tokens"] for m in metas[k + 1 :])
         for i, s in enumerate(shards):
-            entry = {"path": Path(os.path.relpath(s.path, out)).as_posix(), "tokens": s.tokens, "sha256": s.sha256}
-            entry["part"] = k
-            last = i == len(shards) - 1
-            if s.last_id is not None or (last and followed and _last_token(s.path) != eot):
+            path = Path(os.path.relpath(s.path, out)).as_posix()
+            entry = {"path": path, "part": k, "tokens": s.tokens, "sha256": s.sha256}
+            # a part that is itself a manifest passes its own end_eot on (its last_id is always the eot)
+            cut = i == len(shards) - 1 and followed and s.last_id is None and _last_token(s.path) != eot
+            if cut or s.last_id is not None:
                 entry["end_eot"] = True  # readers see eot in place of the file's last token
-                cuts += int(last and s.last_id is None)
+            cuts += int(cut)
             entries.append(entry)
     return entries, cuts
 
