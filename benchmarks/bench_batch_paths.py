@@ -17,6 +17,8 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
                      the handover before the compact bytes;
   DataLoader per-field  the same batches cloned field by field in the worker: one shared-memory tensor per
                      field, the first handover;
+  DataLoader floor   a DataLoader (2 workers) whose items are the int 0: its own queues and bookkeeping, what
+                     no dataset can go below;
   nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack.
 Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
 process over the round divided by its batches (main thread + any producer or pin-memory thread of this
@@ -85,6 +87,14 @@ def nanogpt_get_batch(paths: list[Path], B: int, T: int):
     return get_batch
 
 
+class Zeros(IterableDataset):
+    """Endless 0s: the DataLoader's own cost per item (the floor of every DataLoader contender)."""
+
+    def __iter__(self):
+        while True:
+            yield 0
+
+
 class PerField(IterableDataset):
     """A MixedBatches' batches with one tensor (one shared-memory block) per field (`one_buffer=False`, the
     first handover) or one for the whole batch (`one_buffer=True`, the second)."""
@@ -133,6 +143,7 @@ def contenders(root: Path, B: int, T: int) -> dict:
     for name, one_buffer in (("1-buffer", True), ("per-field", False)):
         other = DataLoader(PerField(mix, one_buffer), batch_size=None, num_workers=2, pin_memory=pin)
         out[f"DataLoader {name}"] = iter(other).__next__
+    out["DataLoader floor"] = iter(DataLoader(Zeros(), batch_size=None, num_workers=2)).__next__
     out["nanoGPT get_batch"] = nanogpt_get_batch(sorted((root / "fineweb_edu").glob("*.bin")), B, T)
     return out
 

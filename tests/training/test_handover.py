@@ -45,7 +45,18 @@ def test_pretrain_rows_arrive_as_the_dict_batch_in_a_quarter_of_the_bytes():
     x, y = rows[:, :-1], rows[:, 1:]
     assert_same(arrived((x, y, None, None, None)), as_dict(x, y))
     fn, (payload, _, _) = Handover((x, y, None, None, None), -100).__reduce__()
-    assert fn is unpack and len(payload) == 2 * x.numel() * 2  # two uint16 fields, not two int64 ones
+    assert fn is unpack and len(payload) == rows.numel() * 2  # the uint16 rows once, not x and y as int64
+    for key, value in arrived((x, y, None, None, None)).items():
+        assert value.is_contiguous(), key
+
+
+def test_a_y_that_is_not_x_shifted_travels_on_its_own():
+    x = torch.randint(0, 1000, (4, 10), generator=torch.Generator().manual_seed(5))
+    y = x.roll(-1, dims=1)
+    y[2, 3] += 1  # one id differs from the shift: y cannot come from x's rows
+    assert_same(arrived((x, y, None, None, None)), as_dict(x, y))
+    _, (payload, _, _) = Handover((x, y, None, None, None), -100).__reduce__()
+    assert len(payload) == 2 * x.numel() * 2
 
 
 def test_sft_rows_keep_their_ignored_targets_and_large_ids():
