@@ -16,7 +16,7 @@ between the last mark that agrees and the first that does not.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,17 +58,37 @@ class Ledger:
         return {"steps": self.steps, "marks": {str(n): d for n, d in sorted(marks.items())}}
 
 
+def drawn_parts(wheres: Iterable) -> list[np.ndarray]:
+    """What the ledger records of a random-mode batch's draws, one `where` per source with rows in name order
+    (assembly.Assembler.draw): its rows' arrays and start tokens (window sources) or item numbers (item
+    sources); nothing for a source with get_batch alone (None)."""
+    parts = []
+    for where in wheres:
+        if where is not None:
+            parts.extend(where if isinstance(where, tuple) else (where,))
+    return parts
+
+
 def first_parting(saved: Any, replayed: Ledger) -> str | None:
-    """None if `saved` (a Ledger.state()) agrees with `replayed` at every mark, else where they part."""
+    """None if `saved` (a Ledger.state()) agrees with `replayed` at every mark, else where they part: the last
+    batch both histories hold alike and the first mark that differs (a running digest that differs once differs
+    at every later mark, so a mark that differs between two that agree was altered)."""
     mine = replayed.state()
     if not isinstance(saved, Mapping) or not isinstance(saved.get("marks"), Mapping):
         return "the state has no ledger"
     if saved.get("steps") != mine["steps"] or set(saved["marks"]) != set(mine["marks"]):
         return f"its ledger covers {saved.get('steps')!r} batches with marks {sorted(saved['marks'])}"
-    agreed = 0
-    for n in sorted(int(k) for k in mine["marks"]):
-        if saved["marks"][str(n)] != mine["marks"][str(n)]:
-            where = f"at batch {agreed:,}" if n - 1 == agreed else f"between batches {agreed:,} and {n - 1:,}"
-            return f"the histories part {where}"
-        agreed = n
-    return None
+    marks = sorted(int(k) for k in mine["marks"])
+    differ = [n for n in marks if saved["marks"][str(n)] != mine["marks"][str(n)]]
+    if not differ:
+        return None
+    first = differ[0]
+    if differ != [n for n in marks if n >= first]:
+        return f"the state's ledger mark after {first:,} batches was altered: later marks agree with the replay"
+    agreed = max([0, *(n for n in marks if n < first)])
+    if first - 1 == agreed:
+        return f"the histories part at batch {agreed:,}"
+    return (
+        f"the histories part at a batch from {agreed:,} to {first - 1:,} (the digests after {agreed:,} batches "
+        f"agree, after {first:,} they do not)"
+    )

@@ -69,6 +69,7 @@ from niels_gpt.sampling import derive_seed, draw_sources
 from niels_gpt.training import batch_dict
 from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
+from niels_gpt.training.ledger import Ledger, drawn_parts, first_parting, name_id
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.schedule import Schedule
 from niels_gpt.training.sources import (
@@ -126,6 +127,15 @@ def check_names(schedule: Schedule, sources: Mapping[str, Any]) -> None:
         )
 
 
+def draw_rows(schedule: Schedule, step: int, B: int, g: torch.Generator) -> torch.Tensor:
+    """The source of each of the B rows of random-mode batch `step` (int64 (B,), indices into schedule.names)."""
+    p = schedule.at(step)
+    if schedule.flat(step):
+        return draw_sources(p, B, g)[1]  # its probabilities tensor cached per mixture
+    # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
+    return torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
+
+
 class MixedLoader:
     """Endless deterministic batches over `sources` mixed by `p`; resumable, sharded by rank."""
 
@@ -159,6 +169,10 @@ class MixedLoader:
         self.identities = {name: getattr(src, "identity", None) for name, src in self.sources.items()}
         self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
         self.step = 0
+        self._index = {name: k for k, name in enumerate(self.names)}
+        self._ids = np.array([name_id(name) for name in self.names], dtype=np.int64)
+        self.ledger = Ledger() if mode == "random" else None  # epoch mode: the mixer's
+        self.history = self.schedule  # random mode: the weights every step so far had (resumes splice in edits)
         self.mixer = (
             EpochMixer(self.sources, self.schedule, seed=self.seed, rank=self.rank, world_size=self.world_size)
             if mode == "epoch"
@@ -168,6 +182,10 @@ class MixedLoader:
     # -- batches -------------------------------------------------------------------------------
     def batch_at(self, step: int) -> Batch:
         """Batch number `step` of this rank (random mode); does not move the loader."""
+        return self._random_batch(step)[0]
+
+    def _random_batch(self, step: int) -> tuple[Batch, list | None]:
+        """Random-mode batch `step` and its draws [(k, rows, where)] (None for sources with get_batch alone)."""
         check_int("step", step, 0)
         if self.mode == "epoch":
             raise ValueError(
@@ -176,11 +194,7 @@ class MixedLoader:
             )
         B = self.B
         g = torch.Generator().manual_seed(derive_seed(self.seed, step, self.rank))
-        p = self.schedule.at(step)
-        if self.schedule.flat(step):
-            _, idx = draw_sources(p, B, g)  # its probabilities tensor cached per mixture
-        else:  # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
-            idx = torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
+        idx = draw_rows(self.schedule, step, B, g)
         which = idx.numpy()
         counts = np.bincount(which, minlength=len(self.names)).tolist()
         out = self.assembler.random(which, counts, g)
@@ -195,7 +209,36 @@ class MixedLoader:
             out = scatter_batches(parts, which, B, self.T)
         elif len(out) != self.arity:
             raise ValueError(f"sources returned {len(out)} tensors, {self.arity} from get_batch")
-        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step)
+        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step), self.assembler.drawn
+
+    def random_draws(self, step: int, *, rank: int | None = None, schedule: Schedule | None = None):
+        """(names, which, [(name, where)]) of random-mode batch `step` on `rank` under `schedule` (default: this
+        loader's), drawn as batch_at draws them but without reading a row: `which` indexes `names` (the
+        schedule's sources), `where` as Assembler.draw gives it (None for sources with get_batch alone)."""
+        schedule = self.schedule if schedule is None else schedule
+        rank = self.rank if rank is None else rank
+        g = torch.Generator().manual_seed(derive_seed(self.seed, step, rank))
+        which = draw_rows(schedule, step, self.B, g).numpy()
+        names, places = schedule.names, []
+        for k, count in enumerate(np.bincount(which, minlength=len(names)).tolist()):
+            if count:
+                name = names[k]
+                if name not in self.sources:
+                    raise ValueError(f"step {step:,} draws source {name!r}, which this loader does not have")
+                places.append((name, self.assembler.draw(self._index[name], count, g)))
+        return names, which, places
+
+    def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
+        """The ledger of random-mode batches 0..steps-1 on `rank` under `schedule`, recomputed (no row read)."""
+        ledger = Ledger()
+        for step in range(steps):
+            self._record_draws(ledger, step, rank, schedule)
+        return ledger
+
+    def _record_draws(self, ledger: Ledger, step: int, rank: int, schedule: Schedule) -> None:
+        names, which, places = self.random_draws(step, rank=rank, schedule=schedule)
+        ids = np.array([name_id(n) for n in names], dtype=np.int64) if names != self.names else self._ids
+        ledger.add(step, ids[which], drawn_parts(where for _, where in places))
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
@@ -214,6 +257,9 @@ class MixedLoader:
         check_int("batches", batches, 0)
         if self.mixer is not None:
             self.mixer.skip(self.B, self.step, batches)
+        else:
+            for step in range(self.step, self.step + batches):
+                self._record_draws(self.ledger, step, self.rank, self.history)
         self.step += batches
 
     def fresh(self) -> MixedLoader:
@@ -232,7 +278,12 @@ class MixedLoader:
         return self
 
     def __next__(self) -> Batch:
-        batch = self._epoch_batch() if self.mode == "epoch" else self.batch_at(self.step)
+        if self.mode == "epoch":
+            batch = self._epoch_batch()
+        else:
+            batch, drawn = self._random_batch(self.step)
+            parts = drawn_parts(where for _, _, where in drawn) if drawn is not None else []
+            self.ledger.add(self.step, self._ids[batch.source.numpy()], parts)
         self.step += 1
         return batch
 
@@ -256,6 +307,9 @@ class MixedLoader:
         state = {"step": self.step, "fingerprint": self.fingerprint()}
         if self.mixer is not None:
             state.update(self.mixer.state())
+        else:  # random mode: the ledger of this rank (any rank may load it: the loader replays the saver's rank)
+            state["ledger"] = {"rank": self.rank, **self.ledger.state()}
+            state["history"] = self.history.state()
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -287,7 +341,42 @@ class MixedLoader:
             )
         if self.mixer is not None:
             self.mixer.restore(state, self.B, step, self.schedule)
+        else:
+            try:
+                history = Schedule.of(state["history"])
+                past, effective = (
+                    history.spliced(history, step, self.names),
+                    history.spliced(self.schedule, step, self.names),
+                )
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueError(
+                    f"refusing to resume: the state's schedule history does not fit this loader ({e})"
+                ) from None
+            self.ledger = self._check_random_ledger(state.get("ledger"), step, past)
+            self.history = effective
         self.step = step
+
+    def _check_random_ledger(self, saved: Any, steps: int, past: Schedule) -> Ledger:
+        """This rank's ledger after `steps` random-mode batches, once the history of the rank that saved `saved`
+        (its draws under the saved schedule `past`, recomputed) proves to be the one it records."""
+        rank = saved.get("rank") if isinstance(saved, Mapping) else None
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.world_size:
+            parting = "the state has no ledger" if not isinstance(saved, Mapping) else f"its ledger's rank is {rank!r}"
+        else:
+            try:
+                replayed = self._random_ledger(steps, rank=rank, schedule=past)
+            except ValueError as e:
+                replayed, parting = None, str(e)
+            else:
+                parting = first_parting(saved, replayed)
+        if parting:
+            raise ValueError(
+                f"refusing to resume: the data order recomputed from the caches, the schedule and this code does "
+                f"not match the state's ledger ({parting}); resume with the caches and niels_gpt that saved it"
+            )
+        if rank == self.rank:
+            return replayed
+        return self._random_ledger(steps, rank=self.rank, schedule=past)
 
     def __repr__(self) -> str:
         return (
