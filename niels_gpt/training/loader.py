@@ -211,13 +211,13 @@ class MixedLoader:
             raise ValueError(f"sources returned {len(out)} tensors, {self.arity} from get_batch")
         return Batch(**dict(zip(FIELDS, out)), source=idx, step=step), self.assembler.drawn
 
-    def random_draws(self, step: int, *, rank: int | None = None, schedule: Schedule | None = None):
+    def random_draws(self, step: int, *, rank: int | None = None, schedule: Schedule | None = None, generator=None):
         """(names, which, [(name, where)]) of random-mode batch `step` on `rank` under `schedule` (default: this
         loader's), drawn as batch_at draws them but without reading a row: `which` indexes `names` (the
         schedule's sources), `where` as Assembler.draw gives it (None for sources with get_batch alone)."""
         schedule = self.schedule if schedule is None else schedule
         rank = self.rank if rank is None else rank
-        g = torch.Generator().manual_seed(derive_seed(self.seed, step, rank))
+        g = (generator or torch.Generator()).manual_seed(derive_seed(self.seed, step, rank))  # reseeded: as new
         which = draw_rows(schedule, step, self.B, g).numpy()
         names, places = schedule.names, []
         for k, count in enumerate(np.bincount(which, minlength=len(names)).tolist()):
@@ -230,13 +230,13 @@ class MixedLoader:
 
     def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
         """The ledger of random-mode batches 0..steps-1 on `rank` under `schedule`, recomputed (no row read)."""
-        ledger = Ledger()
+        ledger, generator = Ledger(), torch.Generator()
         for step in range(steps):
-            self._record_draws(ledger, step, rank, schedule)
+            self._record_draws(ledger, step, rank, schedule, generator)
         return ledger
 
-    def _record_draws(self, ledger: Ledger, step: int, rank: int, schedule: Schedule) -> None:
-        names, which, places = self.random_draws(step, rank=rank, schedule=schedule)
+    def _record_draws(self, ledger: Ledger, step: int, rank: int, schedule: Schedule, generator=None) -> None:
+        names, which, places = self.random_draws(step, rank=rank, schedule=schedule, generator=generator)
         ids = np.array([name_id(n) for n in names], dtype=np.int64) if names != self.names else self._ids
         ledger.add(step, ids[which], drawn_parts(where for _, where in places))
 
