@@ -71,10 +71,10 @@ def digests(loader: MixedLoader, first: int, last: int) -> Iterator[tuple[int, s
     """(n, the ledger's running digest after n batches) for n = first+1..last, recomputed (no row read)."""
     if loader.mode == "random":
         ledger = Ledger()
-        for step in range(last):
-            loader._record_draws(ledger, step, loader.rank, loader.history)
-            if step >= first:
-                yield step + 1, ledger.digest.hex()
+        ledger.add_digests(loader.batch_digests(0, first, rank=loader.rank, schedule=loader.history))
+        for step in range(first, last):
+            ledger.add_digests(loader.batch_digests(step, step + 1, rank=loader.rank, schedule=loader.history))
+            yield step + 1, ledger.digest.hex()
         return
     mixer = loader.fresh().mixer
     for step in range(last):

@@ -16,17 +16,29 @@ between the last mark that agrees and the first that does not.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 DIGEST_BYTES = 16  # blake2b-128: an accidental match of two histories is out of reach
+PARALLEL_STEPS = 50_000  # random mode: a replay this long is split over processes (below: ~2-5 s on one core)
+REPLAY_WORKERS = 16  # at most this many processes replay (each computes its stretch of batches' digests)
 
 
 def name_id(name: str) -> int:
     """A source's number in the ledger: the first 8 bytes of sha256(name), as an int64."""
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little", signed=True)
+
+
+def batch_digest(sources: np.ndarray, parts: Sequence[np.ndarray]) -> bytes:
+    """Random mode's record of one batch: blake2b-128 of its rows' source ids, then its draws (drawn_parts)."""
+    h = hashlib.blake2b(sources, digest_size=DIGEST_BYTES)
+    for part in parts:
+        h.update(part)
+    return h.digest()
 
 
 class Ledger:
@@ -53,9 +65,53 @@ class Ledger:
         if self.steps & (self.steps - 1) == 0:
             self.marks[self.steps] = self.digest.hex()
 
+    def add_digests(self, digests: bytes) -> None:
+        """The next len(digests) / 16 batches as their batch_digest()s, one after the other (random mode): one
+        hash update per stretch between two marks."""
+        left = memoryview(digests)
+        while len(left):
+            to_mark = (1 << self.steps.bit_length()) - self.steps  # batches up to the next power of two
+            take = min(len(left) // DIGEST_BYTES, to_mark)
+            self._hash.update(left[: take * DIGEST_BYTES])
+            left, self.steps = left[take * DIGEST_BYTES :], self.steps + take
+            if self.steps & (self.steps - 1) == 0:
+                self.marks[self.steps] = self.digest.hex()
+
     def state(self) -> dict[str, Any]:
         marks = {**self.marks, self.steps: self.digest.hex()} if self.steps else {}
         return {"steps": self.steps, "marks": {str(n): d for n, d in sorted(marks.items())}}
+
+
+_JOB: Callable[[int, int], bytes] | None = None  # what the forked replay workers run (set before they fork)
+
+
+def _run_job(span: tuple[int, int]) -> bytes:
+    torch_threads_one()
+    return _JOB(*span)
+
+
+def torch_threads_one() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def replay_digests(digests: Callable[[int, int], bytes], first: int, last: int, workers: int | None = None) -> bytes:
+    """`digests(first, last)` (the batch digests of batches first..last-1, each computed on its own), split over
+    `workers` forked processes (default: the CPUs this process may use, at most REPLAY_WORKERS) when there are
+    at least PARALLEL_STEPS batches and this process may have children (not in a daemonic DataLoader worker)."""
+    global _JOB
+    if workers is None:
+        workers = min(len(os.sched_getaffinity(0)), REPLAY_WORKERS)
+    if workers < 2 or last - first < PARALLEL_STEPS or multiprocessing.current_process().daemon:
+        return digests(first, last)
+    bounds = np.linspace(first, last, workers * 4 + 1).astype(np.int64).tolist()
+    _JOB = digests
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return b"".join(pool.map(_run_job, list(zip(bounds[:-1], bounds[1:])), chunksize=1))
+    finally:
+        _JOB = None
 
 
 def drawn_parts(wheres: Iterable) -> list[np.ndarray]:

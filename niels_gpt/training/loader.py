@@ -57,6 +57,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ from niels_gpt.sampling import derive_seed, draw_sources
 from niels_gpt.training import batch_dict
 from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
-from niels_gpt.training.ledger import Ledger, drawn_parts, first_parting, name_id
+from niels_gpt.training.ledger import Ledger, batch_digest, drawn_parts, first_parting, name_id, replay_digests
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.schedule import Schedule
 from niels_gpt.training.sources import (
@@ -228,17 +229,22 @@ class MixedLoader:
                 places.append((name, self.assembler.draw(self._index[name], count, g)))
         return names, which, places
 
-    def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
-        """The ledger of random-mode batches 0..steps-1 on `rank` under `schedule`, recomputed (no row read)."""
-        ledger, generator = Ledger(), torch.Generator()
-        for step in range(steps):
-            self._record_draws(ledger, step, rank, schedule, generator)
-        return ledger
+    def batch_digests(self, first: int, last: int, *, rank: int, schedule: Schedule) -> bytes:
+        """The ledger's record (ledger.batch_digest, 16 bytes) of random-mode batches first..last-1 on `rank` under
+        `schedule`, one after the other, recomputed from their draws (no row read)."""
+        generator, out = torch.Generator(), []
+        for step in range(first, last):
+            names, which, places = self.random_draws(step, rank=rank, schedule=schedule, generator=generator)
+            ids = self._ids if names == self.names else np.array([name_id(n) for n in names], dtype=np.int64)
+            out.append(batch_digest(ids[which], drawn_parts(where for _, where in places)))
+        return b"".join(out)
 
-    def _record_draws(self, ledger: Ledger, step: int, rank: int, schedule: Schedule, generator=None) -> None:
-        names, which, places = self.random_draws(step, rank=rank, schedule=schedule, generator=generator)
-        ids = np.array([name_id(n) for n in names], dtype=np.int64) if names != self.names else self._ids
-        ledger.add(step, ids[which], drawn_parts(where for _, where in places))
+    def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
+        """The ledger of random-mode batches 0..steps-1 on `rank` under `schedule`, recomputed (no row read;
+        long replays split over processes: ledger.replay_digests)."""
+        ledger = Ledger()
+        ledger.add_digests(replay_digests(partial(self.batch_digests, rank=rank, schedule=schedule), 0, steps))
+        return ledger
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
@@ -258,8 +264,8 @@ class MixedLoader:
         if self.mixer is not None:
             self.mixer.skip(self.B, self.step, batches)
         else:
-            for step in range(self.step, self.step + batches):
-                self._record_draws(self.ledger, step, self.rank, self.history)
+            job = partial(self.batch_digests, rank=self.rank, schedule=self.history)
+            self.ledger.add_digests(replay_digests(job, self.step, self.step + batches))
         self.step += batches
 
     def fresh(self) -> MixedLoader:
@@ -283,7 +289,7 @@ class MixedLoader:
         else:
             batch, drawn = self._random_batch(self.step)
             parts = drawn_parts(where for _, _, where in drawn) if drawn is not None else []
-            self.ledger.add(self.step, self._ids[batch.source.numpy()], parts)
+            self.ledger.add_digests(batch_digest(self._ids[batch.source.numpy()], parts))
         self.step += 1
         return batch
 

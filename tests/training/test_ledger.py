@@ -5,6 +5,7 @@ resume again."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -128,7 +129,8 @@ def test_a_random_state_carries_the_ledger_of_its_rank_and_skips_record_the_same
 
 
 def test_the_random_ledger_records_the_rows_each_batch_read(loader_caches):
-    """The digest of batch 0, taken by hand from the batch's rows: source ids, then each source's shards and starts."""
+    """The digest after batch 0, taken by hand from the batch's rows: the digest of (source ids, then each source's
+    shards and starts), digested in its turn (the running digest over batch digests)."""
     import hashlib
 
     from niels_gpt.training.ledger import name_id
@@ -151,7 +153,33 @@ def test_the_random_ledger_records_the_rows_each_batch_read(loader_caches):
         if found:
             h.update(np.array([v for v, _ in found], dtype=np.int64))
             h.update(np.array([s for _, s in found], dtype=np.int64))
-    assert mixed.state_dict()["ledger"]["marks"]["1"] == h.hexdigest()
+    assert mixed.state_dict()["ledger"]["marks"]["1"] == hashlib.blake2b(h.digest(), digest_size=16).hexdigest()
+
+
+def test_a_replay_split_over_processes_gives_the_serial_ledger(loader_caches, monkeypatch):
+    from niels_gpt.training import ledger as ledger_module
+
+    mixed = loader(loader_caches, "random", rank=1, world_size=2)
+    serial = mixed.batch_digests(0, 40, rank=1, schedule=mixed.history)
+    monkeypatch.setattr(ledger_module, "PARALLEL_STEPS", 8)
+    job = partial(mixed.batch_digests, rank=1, schedule=mixed.history)
+    assert ledger_module.replay_digests(job, 0, 40, workers=2) == serial and len(serial) == 40 * 16
+    assert ledger_module.replay_digests(job, 10, 40, workers=2) == serial[10 * 16 :]
+    for _ in range(N):
+        next(mixed)
+    resumed = loader(loader_caches, "random", rank=1, world_size=2)
+    resumed.load_state_dict(mixed.state_dict())  # replayed by 2 processes (when this machine has 2 CPUs)
+    assert resumed.state_dict()["ledger"] == mixed.state_dict()["ledger"]
+
+
+def test_batch_digests_added_at_once_or_one_by_one_give_the_same_marks():
+    one, many = Ledger(), Ledger()
+    blob = bytes(range(256)) * 7  # 112 digests of 16 bytes
+    for k in range(0, len(blob), 16):
+        one.add_digests(blob[k : k + 16])
+    many.add_digests(blob[:48])
+    many.add_digests(blob[48:])
+    assert one.state() == many.state() and sorted(map(int, one.state()["marks"])) == [1, 2, 4, 8, 16, 32, 64, 112]
 
 
 @pytest.mark.parametrize("rank", [0, 1])
