@@ -86,15 +86,17 @@ class Assembler:
         """The tensors of a random-mode batch (rows drawn from `generator` source by source, in order),
         or None for sources that only have get_batch (the loader scatters those). `self.drawn`: the
         [(k, rows, where)] of the draws (what the ledger records), None for get_batch sources."""
-        self.drawn = None
-        if not (self.resident or self.windows or self.items):
-            return None
-        places = self.drawn = self._places(which, counts, lambda k, n: self.draw(k, n, generator))
+        sources, self.drawn = self.sources, None
         if self.resident:
+            places = self.drawn = self._places(which, counts, lambda k, n: sources[k].resident.draw(n, generator))
             return self._resident(places)
         if self.windows:
+            places = self.drawn = self._places(which, counts, lambda k, n: sources[k].draw_windows(n, generator))
             return self._windows(places)
-        return self._items(places)
+        if self.items:
+            places = self.drawn = self._places(which, counts, lambda k, n: sources[k].draw_items(n, generator))
+            return self._items(places)
+        return None
 
     def epoch(self, which: np.ndarray, counts: Sequence[int], take) -> tuple:
         """The tensors of an epoch-mode batch; `take(k, count)`: source k's next items."""

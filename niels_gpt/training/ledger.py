@@ -33,11 +33,18 @@ def name_id(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little", signed=True)
 
 
-def batch_digest(sources: np.ndarray, parts: Sequence[np.ndarray]) -> bytes:
-    """Random mode's record of one batch: blake2b-128 of its rows' source ids, then its draws (drawn_parts)."""
+def batch_digest(sources: np.ndarray, wheres: Iterable) -> bytes:
+    """Random mode's record of one batch: blake2b-128 of its rows' source ids, then what each source with rows
+    drew, in name order (a `where` of assembly.Assembler.draw): its rows' arrays and start tokens (window
+    sources) or item numbers (item sources); nothing for a source with get_batch alone (None)."""
     h = hashlib.blake2b(sources, digest_size=DIGEST_BYTES)
-    for part in parts:
-        h.update(part)
+    update = h.update
+    for where in wheres:
+        if type(where) is tuple:
+            for part in where:
+                update(part)
+        elif where is not None:
+            update(where)
     return h.digest()
 
 
@@ -64,6 +71,13 @@ class Ledger:
         self.steps = step + 1
         if self.steps & (self.steps - 1) == 0:
             self.marks[self.steps] = self.digest.hex()
+
+    def add_digest(self, digest: bytes) -> None:
+        """The next batch as its batch_digest() (random mode)."""
+        self._hash.update(digest)
+        self.steps = steps = self.steps + 1
+        if steps & (steps - 1) == 0:
+            self.marks[steps] = self._hash.hexdigest()
 
     def add_digests(self, digests: bytes) -> None:
         """The next len(digests) / 16 batches as their batch_digest()s, one after the other (random mode): one
@@ -112,17 +126,6 @@ def replay_digests(digests: Callable[[int, int], bytes], first: int, last: int, 
             return b"".join(pool.map(_run_job, list(zip(bounds[:-1], bounds[1:])), chunksize=1))
     finally:
         _JOB = None
-
-
-def drawn_parts(wheres: Iterable) -> list[np.ndarray]:
-    """What the ledger records of a random-mode batch's draws, one `where` per source with rows in name order
-    (assembly.Assembler.draw): its rows' arrays and start tokens (window sources) or item numbers (item
-    sources); nothing for a source with get_batch alone (None)."""
-    parts = []
-    for where in wheres:
-        if where is not None:
-            parts.extend(where if isinstance(where, tuple) else (where,))
-    return parts
 
 
 def first_parting(saved: Any, replayed: Ledger) -> str | None:

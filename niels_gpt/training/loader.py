@@ -70,7 +70,7 @@ from niels_gpt.sampling import derive_seed, draw_sources
 from niels_gpt.training import batch_dict
 from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
-from niels_gpt.training.ledger import Ledger, batch_digest, drawn_parts, first_parting, name_id, replay_digests
+from niels_gpt.training.ledger import Ledger, batch_digest, first_parting, name_id, replay_digests
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.schedule import Schedule
 from niels_gpt.training.sources import (
@@ -185,8 +185,9 @@ class MixedLoader:
         """Batch number `step` of this rank (random mode); does not move the loader."""
         return self._random_batch(step)[0]
 
-    def _random_batch(self, step: int) -> tuple[Batch, list | None]:
-        """Random-mode batch `step` and its draws [(k, rows, where)] (None for sources with get_batch alone)."""
+    def _random_batch(self, step: int) -> tuple[Batch, np.ndarray, list | None]:
+        """Random-mode batch `step`, the source of each row (indices into names) and its draws [(k, rows, where)]
+        (None for sources with get_batch alone)."""
         check_int("step", step, 0)
         if self.mode == "epoch":
             raise ValueError(
@@ -210,7 +211,7 @@ class MixedLoader:
             out = scatter_batches(parts, which, B, self.T)
         elif len(out) != self.arity:
             raise ValueError(f"sources returned {len(out)} tensors, {self.arity} from get_batch")
-        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step), self.assembler.drawn
+        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step), which, self.assembler.drawn
 
     def random_draws(self, step: int, *, rank: int | None = None, schedule: Schedule | None = None, generator=None):
         """(names, which, [(name, where)]) of random-mode batch `step` on `rank` under `schedule` (default: this
@@ -236,7 +237,7 @@ class MixedLoader:
         for step in range(first, last):
             names, which, places = self.random_draws(step, rank=rank, schedule=schedule, generator=generator)
             ids = self._ids if names == self.names else np.array([name_id(n) for n in names], dtype=np.int64)
-            out.append(batch_digest(ids[which], drawn_parts(where for _, where in places)))
+            out.append(batch_digest(ids[which], [where for _, where in places]))
         return b"".join(out)
 
     def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
@@ -287,9 +288,9 @@ class MixedLoader:
         if self.mode == "epoch":
             batch = self._epoch_batch()
         else:
-            batch, drawn = self._random_batch(self.step)
-            parts = drawn_parts(where for _, _, where in drawn) if drawn is not None else []
-            self.ledger.add_digests(batch_digest(self._ids[batch.source.numpy()], parts))
+            batch, which, drawn = self._random_batch(self.step)
+            wheres = [where for _, _, where in drawn] if drawn is not None else ()
+            self.ledger.add_digest(batch_digest(self._ids[which], wheres))
         self.step += 1
         return batch
 
