@@ -1,16 +1,24 @@
-"""The data-order ledger of an epoch-mode MixedLoader: a running digest of what every batch read, checked on resume.
+"""The data-order ledger of a MixedLoader: a running digest of what every batch read, checked on resume.
 
-The digest after n batches is blake2b-128 of batches 0..n-1 one after the other, each as the source of every
-row as `name_id(name)` (so the digest does not depend on which other sources the loader holds) followed by
-each source's items in the order it read them, sources in name order (int64). One running hash object takes
-each batch; the state holds no hash state, since a resumed loader rebuilds it by its replay. An item and the
-cache identity in the plan fingerprint fix the tokens (a window's offset is item * T in its shard order; an
-SFT item is an example or a packed row). The digest after n batches is kept in `marks` at n = 1, 2, 4, 8, ...
-and at the last batch, so a state holds about log2(n) hex strings (~1.1 KB at n = 10^6).
+Epoch mode: the digest after n batches is blake2b-128 of batches 0..n-1 one after the other, each as the source
+of every row as `name_id(name)` (so the digest does not depend on which other sources the loader holds) followed
+by each source's items in the order it read them, sources in name order (int64). An item and the cache identity
+in the plan fingerprint fix the tokens (a window's offset is item * T in its shard order; an SFT item is an
+example or a packed row). Random mode: batch i's record is `batch_digest`: blake2b-128 of its rows' name_ids,
+then, per source with rows in name order, the array (shard or stream) and start token of each of its windows,
+or its item numbers; the running digest is taken over these 16-byte records, so batches (independent in random
+mode) can be recomputed apart and a long replay split over processes (`replay_digests`).
+Either way the digest after n batches is kept in `marks` at n = 1, 2, 4, 8, ... and at the last batch, so a
+state holds about log2(n) hex strings (~1.1 KB at n = 10^6). The state holds no hash state: a resumed loader
+rebuilds it by its replay.
 
 Resume: `first_parting(saved, replayed)` compares a saved ledger with the one recomputed by replaying the plan
-from step 0 (the round robin and the cursors, no row is read) and names the batches where the histories part:
-between the last mark that agrees and the first that does not.
+from step 0 (no row is read) and names where the histories part: the last mark that agrees and the first that
+does not. A running digest that differs once differs at every later mark, so that range is all a state of
+log2(n) digests can tell (each compared mark answers one yes/no question); naming the exact batch needs the
+saving run's digest after every batch of the range: `python -m niels_gpt.training.history ... --digests` prints
+them, run where the state was saved and where it is refused (the first line that differs is the batch). A mark
+that differs between two that agree was altered, and is named as such.
 """
 
 from __future__ import annotations

@@ -44,11 +44,13 @@ source's epoch and cursor and the round-robin credits. `load_state_dict` refuses
 plan with one message naming what differs, and a schedule whose breakpoints before the saved step differ
 from the saved one's with one naming the first that does; breakpoints from the saved step on may be added,
 moved or removed (a ramp under way redirected, a new source added), and the batches from there on take the
-new schedule's weights (in epoch mode the state keeps the weights every step so far had: `history`). In
-epoch mode the state also carries the ledger (training/ledger.py), a running digest of every batch's sources
-and items; loading replays the history and refuses one it does not reproduce (other code, a tampered state)
-naming the batches where the two part. Otherwise it continues exactly: the restored loader yields the
-batches the original would have yielded next (same caches, same torch version).
+new schedule's weights (the state keeps the weights every step so far had: `history`). The state also
+carries the ledger (training/ledger.py), a running digest of what every batch read (epoch mode: each row's
+source and item; random mode: each row's source and its window's shard and start, or its item), with, in random
+mode, the rank that recorded it; loading replays the history from step 0 without reading a row (random mode: the
+saving rank's draws, so any rank loads any rank's state) and refuses one it does not reproduce (other caches,
+other code, a tampered state) naming the batches where the two part. Otherwise it continues exactly: the
+restored loader yields the batches the original would have yielded next (same caches, same torch version).
 `skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
 `Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
 """
@@ -264,8 +266,9 @@ class MixedLoader:
         )
 
     def skip(self, batches: int) -> None:
-        """Move past the next `batches` batches without reading them: random mode counts steps, epoch mode
-        also runs the round robin and moves each source's cursor by the rows it was assigned."""
+        """Move past the next `batches` batches without reading them, recording them in the ledger: random mode
+        makes their draws (~30-60 us a batch), epoch mode runs the round robin and moves each source's cursor by
+        the rows it was assigned."""
         check_int("batches", batches, 0)
         if self.mixer is not None:
             self.mixer.skip(self.B, self.step, batches)
