@@ -121,11 +121,13 @@ def torch_threads_one() -> None:
 def replay_digests(digests: Callable[[int, int], bytes], first: int, last: int, workers: int | None = None) -> bytes:
     """`digests(first, last)` (the batch digests of batches first..last-1, each computed on its own), split over
     `workers` forked processes (default: the CPUs this process may use, at most REPLAY_WORKERS) when there are
-    at least PARALLEL_STEPS batches and this process may have children (not in a daemonic DataLoader worker)."""
+    at least PARALLEL_STEPS batches and this process may fork children (not in a daemonic DataLoader worker)."""
     global _JOB
     if workers is None:
-        workers = min(len(os.sched_getaffinity(0)), REPLAY_WORKERS)
-    if workers < 2 or last - first < PARALLEL_STEPS or multiprocessing.current_process().daemon:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        workers = min(cpus, REPLAY_WORKERS)
+    serial = multiprocessing.current_process().daemon or "fork" not in multiprocessing.get_all_start_methods()
+    if workers < 2 or last - first < PARALLEL_STEPS or serial:
         return digests(first, last)
     bounds = np.linspace(first, last, workers * 4 + 1).astype(np.int64).tolist()
     _JOB = digests
