@@ -21,6 +21,7 @@ from niels_gpt.training.history import (
     when_spans_read,
     where,
 )
+from niels_gpt.training.loader import MixedLoader
 from tests.training.test_schedule import RAMP, loader
 
 
@@ -213,3 +214,18 @@ def test_the_command_finds_a_text_in_random_mode(loader_caches, tiny_tokenizer, 
     assert json.loads(capsys.readouterr().out)["read"] == found["documents"][0]["read"]
     main([*common, *tok, "--digests"])
     assert len(capsys.readouterr().out.splitlines()) == 40
+
+
+def test_random_mode_sft_reads_and_finds_examples(loader_caches):
+    p = {"oasst1": 0.5, "dolly15k": 0.5}
+    mixed = MixedLoader.sft(loader_caches, p=p, T=64, B=8, seed=3, mode="random")
+    batches = [next(mixed) for _ in range(10)]
+    again = MixedLoader.sft(loader_caches, p=p, T=64, B=8, seed=3, mode="random")
+    entries = reads(again, 0, 10)
+    for e in entries:
+        row = mixed.sources[e["source"]].rows(np.array([e["item"]]))
+        assert torch.equal(batches[e["step"]].x[e["row"]], torch.from_numpy(row[0][0]))
+    e = entries[5]
+    found = when_read(again, e["source"], e["item"], 0, 10)
+    want = [short(x) for x in entries if (x["source"], x["item"]) == (e["source"], e["item"])]
+    assert found == want and short(e) in found
