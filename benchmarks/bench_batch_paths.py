@@ -12,9 +12,13 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
   resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
   prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
   DataLoader         README's recipe: `DataLoader(MixedBatches(mode="epoch"), batch_size=None, num_workers=2)`
-                     (pin_memory only with CUDA), dict batches (one buffer per batch: as_dict(one_buffer=True));
+                     (pin_memory only with CUDA), dict batches handed over as compact bytes (handover.py);
+  DataLoader 1-buffer  the same batches sent as one shared-memory tensor per batch (as_dict(one_buffer=True)),
+                     the handover before the compact bytes;
   DataLoader per-field  the same batches cloned field by field in the worker: one shared-memory tensor per
-                     field, the handover before one buffer per batch;
+                     field, the first handover;
+  DataLoader floor   a DataLoader (2 workers) whose items are the int 0: its own queues and bookkeeping, what
+                     no dataset can go below;
   nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack;
   before ...         with `--before REV`: the host loaders of niels_gpt as of git revision REV, imported beside
                      this tree under another name (bench_full_build.package_at), timed in the same rounds.
@@ -49,6 +53,7 @@ from benchmarks.synthetic import write_shards
 from benchmarks.timing import spread
 from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.training.batch_dict import as_dict
 from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.prefetch import prefetch
 
@@ -90,16 +95,28 @@ def nanogpt_get_batch(paths: list[Path], B: int, T: int):
     return get_batch
 
 
-class PerField(IterableDataset):
-    """A MixedBatches' batches with one tensor (one shared-memory block) per field: the handover before
-    one buffer per batch (the reference of the DataLoader rows)."""
-
-    def __init__(self, batches):
-        self.batches = batches
+class Zeros(IterableDataset):
+    """Endless 0s: the DataLoader's own cost per item (the floor of every DataLoader contender)."""
 
     def __iter__(self):
-        for batch in self.batches:
-            yield {key: value.clone() for key, value in batch.items()}
+        while True:
+            yield 0
+
+
+class PerField(IterableDataset):
+    """A MixedBatches' batches with one tensor (one shared-memory block) per field (`one_buffer=False`, the
+    first handover) or one for the whole batch (`one_buffer=True`, the second)."""
+
+    def __init__(self, batches, one_buffer: bool = False):
+        self.batches, self.one_buffer = batches, one_buffer
+
+    def __iter__(self):
+        dicts = self.batches.batches(handover=False) if hasattr(self.batches, "batches") else self.batches
+        for batch in dicts:
+            if self.one_buffer:
+                yield as_dict(batch["input_ids"], batch["shift_labels"], one_buffer=True)
+            else:
+                yield {key: value.clone() for key, value in batch.items()}
 
 
 def open_loader(root: str, *, T: int, resident: bool = False, p=None, **mixing) -> MixedLoader:
@@ -140,10 +157,13 @@ def contenders(root: Path, B: int, T: int, before: str | None = None) -> dict:
         pass
     out["prefetch epoch"] = prefetch(open_loader(root, mode="epoch", **kw), "cpu", depth=2).__next__
     mix = MixedBatches(partial(open_loader, str(root), mode="epoch", **kw))
-    loader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
+    pin = torch.cuda.is_available()
+    loader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=pin)
     out["DataLoader epoch"] = iter(loader).__next__
-    per_field = DataLoader(PerField(mix), batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
-    out["DataLoader per-field"] = iter(per_field).__next__
+    for name, one_buffer in (("1-buffer", True), ("per-field", False)):
+        other = DataLoader(PerField(mix, one_buffer), batch_size=None, num_workers=2, pin_memory=pin)
+        out[f"DataLoader {name}"] = iter(other).__next__
+    out["DataLoader floor"] = iter(DataLoader(Zeros(), batch_size=None, num_workers=2)).__next__
     out["nanoGPT get_batch"] = nanogpt_get_batch(sorted((root / "fineweb_edu").glob("*.bin")), B, T)
     return out
 
@@ -156,34 +176,43 @@ def _send_batches(queue, make, count: int, done) -> None:
     done.wait()
 
 
-def handover(B: int, T: int, count: int = 200) -> dict[str, float]:
-    """Main-process CPU microseconds to receive one dict batch from another process through a
+def handover(B: int, T: int, count: int = 200, rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """{way: (median wall us, main-process CPU us)} to receive one dict batch from another process through a
     torch.multiprocessing queue (what a DataLoader worker's batch costs the main process before the
-    DataLoader's own bookkeeping): one tensor per field vs as_dict(one_buffer=True)'s views of one buffer."""
+    DataLoader's own bookkeeping), each get after a 2 ms pause (the sender is ahead, as a worker is): one
+    shared-memory tensor per field, one for the whole batch (as_dict(one_buffer=True)), and the compact bytes
+    of handover.Handover (uint16 ids in one bytes object, unpickled into the dict batch). Interleaved rounds."""
     import torch.multiprocessing as mp
 
-    from niels_gpt.training.batch_dict import as_dict
+    from niels_gpt.training.handover import Handover
 
-    x = torch.randint(0, 16_000, (B, T))
+    rows = torch.randint(0, 16_000, (B, T + 1))
+    x, y = rows[:, :-1], rows[:, 1:]
     makers = {
-        "per field": partial(as_dict, x, x),
-        "one buffer": partial(as_dict, x, x, one_buffer=True),
+        "per field": partial(as_dict, x, y),
+        "one buffer": partial(as_dict, x, y, one_buffer=True),
+        "compact bytes": partial(Handover, (x, y, None, None, None), -100),
     }
-    out = {}
-    for name, make in makers.items():
-        ctx = mp.get_context("fork")
-        queue, done = ctx.Queue(maxsize=8), ctx.Event()
-        child = ctx.Process(target=_send_batches, args=(queue, make, count + 10, done))
-        child.start()
-        for _ in range(10):
-            queue.get()
-        cpu0 = time.process_time()
-        for _ in range(count):
-            queue.get()
-        out[name] = (time.process_time() - cpu0) / count * 1e6
-        done.set()
-        child.join()
-    return out
+    walls, cpus = {name: [] for name in makers}, {name: [] for name in makers}
+    ctx = mp.get_context("fork")
+    for _ in range(rounds):
+        for name, make in makers.items():
+            queue, done = ctx.Queue(maxsize=8), ctx.Event()
+            child = ctx.Process(target=_send_batches, args=(queue, make, count + 10, done))
+            child.start()
+            for _ in range(10):
+                queue.get()
+            waits, cpu0 = [], time.process_time()
+            for _ in range(count):
+                time.sleep(0.002)
+                start = time.perf_counter()
+                queue.get()
+                waits.append(time.perf_counter() - start)
+            cpus[name].append((time.process_time() - cpu0) / count * 1e6)
+            walls[name].append(statistics.median(waits) * 1e6)
+            done.set()
+            child.join()
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in makers}
 
 
 def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
@@ -232,9 +261,9 @@ def run_preset(name: str, root: Path, args, before: str | None) -> None:
         if hasattr(loader, "state_dict"):
             print(f"{n:18s} state at batch {loader.step:,}: {len(json.dumps(loader.state_dict())):,} bytes (JSON)")
     try:
-        costs = ", ".join(f"{name} {us:.0f} us" for name, us in handover(B, T).items())
-        print(f"handover of one dict batch from another process, main-process CPU per batch: {costs}")
-    except TypeError:  # a niels_gpt before one_buffer
+        costs = "; ".join(f"{name} {wall:.0f} / {cpu:.0f} us" for name, (wall, cpu) in handover(B, T).items())
+        print(f"handover of one dict batch from another process, wait / main-process CPU per batch: {costs}")
+    except (TypeError, ImportError):  # a niels_gpt before one_buffer or the compact handover
         pass
 
 
