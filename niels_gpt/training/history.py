@@ -22,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
+from functools import partial
 
 import numpy as np
 
 from niels_gpt import layout
-from niels_gpt.training.ledger import Ledger
+from niels_gpt.training.ledger import Ledger, replay_digests
 from niels_gpt.training.loader import MODES, MixedLoader
 
 KINDS = ("pretrain", "sft")
@@ -70,17 +71,17 @@ def _replay(loader: MixedLoader, first: int, last: int) -> Iterator[Read]:
 def digests(loader: MixedLoader, first: int, last: int) -> Iterator[tuple[int, str]]:
     """(n, the ledger's running digest after n batches) for n = first+1..last, recomputed (no row read)."""
     if loader.mode == "random":
-        ledger = Ledger()
-        ledger.add_digests(loader.batch_digests(0, first, rank=loader.rank, schedule=loader.history))
+        ledger, job = Ledger(), partial(loader.batch_digests, rank=loader.rank, schedule=loader.history)
+        ledger.add_digests(replay_digests(job, 0, first))  # split over processes when long
         for step in range(first, last):
-            ledger.add_digests(loader.batch_digests(step, step + 1, rank=loader.rank, schedule=loader.history))
+            ledger.add_digest(job(step, step + 1))
             yield step + 1, ledger.digest.hex()
         return
     mixer = loader.fresh().mixer
-    for step in range(last):
+    mixer.skip(loader.B, 0, first)
+    for step in range(first, last):
         mixer.skip(loader.B, step, 1)
-        if step >= first:
-            yield step + 1, mixer.ledger.digest.hex()
+        yield step + 1, mixer.ledger.digest.hex()
 
 
 class Documents:
