@@ -23,6 +23,7 @@ import argparse
 import json
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -339,9 +340,22 @@ def main(argv: list[str] | None = None) -> None:
     if args.text or args.find_document or args.find_text:
         from niels_gpt.tokenizer import SentencePieceTokenizer
 
-        tokenizer = SentencePieceTokenizer(args.tokenizer or layout.tokenizer_model(args.cache))
+        model = args.tokenizer or layout.tokenizer_model(args.cache)
+        if not Path(model).is_file():
+            ap.error(
+                f"{model}: no tokenizer model there (--text and --find-* read one); pass --tokenizer PATH/spm.model"
+            )
+        tokenizer = SentencePieceTokenizer(model)
         options["tokenizer"] = tokenizer  # the caches are checked against it
     loader = getattr(MixedLoader, args.kind)(args.cache, args.split, mode=args.mode, **options)
+    try:
+        _answer(args, loader, tokenizer, ap)
+    except ValueError as e:  # a source, item, document or text this cache does not hold
+        ap.error(str(e))
+
+
+def _answer(args, loader: MixedLoader, tokenizer, ap: argparse.ArgumentParser) -> None:
+    """Print the answer main's arguments ask for, as JSON (lines)."""
     if args.digests:
         for n, digest in digests(loader, *args.steps):
             print(json.dumps({"batches": n, "digest": digest}))
@@ -353,6 +367,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.find_document:
         name, _, number = args.find_document.rpartition(":")
+        if not number.isdigit():
+            ap.error(f"--find-document wants SOURCE:D with D a document number, got {args.find_document!r}")
         if name not in loader.sources or not hasattr(loader.sources[name], "maps"):
             ap.error(f"--find-document names a pretrain source of this loader ({loader.names}), got {name!r}")
         source = loader.sources[name]
@@ -371,6 +387,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.find:
         name, _, item = args.find.rpartition(":")
+        if not item.isdigit():
+            ap.error(f"--find wants SOURCE:ITEM with ITEM an item number, got {args.find!r}")
         found = when_read(loader, name, int(item), *args.steps)
         print(json.dumps({"source": name, "item": int(item), "read": found}))
         return

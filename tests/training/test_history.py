@@ -229,3 +229,28 @@ def test_random_mode_sft_reads_and_finds_examples(loader_caches):
     found = when_read(again, e["source"], e["item"], 0, 10)
     want = [short(x) for x in entries if (x["source"], x["item"]) == (e["source"], e["item"])]
     assert found == want and short(e) in found
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--find-document", "wikitext:999999"], "document 999,999 is not in this split"),
+        (["--find-document", "wikitext:x"], "wants SOURCE:D with D a document number"),
+        (["--find", "nowhere:3"], "source 'nowhere' is not one of this loader's"),
+        (["--find-text", "the", "--source", "nowhere"], "source 'nowhere' is not one of this loader's"),
+    ],
+)
+def test_the_command_refuses_what_the_cache_does_not_hold_in_one_line(
+    loader_caches, tiny_tokenizer, capsys, args, message
+):
+    common = ["pretrain", str(loader_caches), "--p", json.dumps(RAMP), "--T", "64", "--B", "8", "--seed", "7"]
+    with pytest.raises(SystemExit):
+        main([*common, "--steps", "0:4", "--tokenizer", tiny_tokenizer.model_path, *args])
+    assert message in capsys.readouterr().err
+
+
+def test_the_command_needs_a_tokenizer_for_documents(loader_caches, capsys):
+    common = ["pretrain", str(loader_caches), "--p", json.dumps(RAMP), "--T", "64", "--B", "8", "--seed", "7"]
+    with pytest.raises(SystemExit):
+        main([*common, "--steps", "0:4", "--find-document", "wikitext:1"])
+    assert "tokenizer/spm.model: no tokenizer model there" in capsys.readouterr().err
