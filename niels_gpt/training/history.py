@@ -85,6 +85,24 @@ def digests(loader: MixedLoader, first: int, last: int) -> Iterator[tuple[int, s
         yield step + 1, mixer.ledger.digest.hex()
 
 
+def first_difference(loader: MixedLoader, listing, first: int, last: int) -> dict:
+    """The first batch of first..last-1 after which this loader's ledger digest differs from the one `listing` (a
+    file of `--digests` JSON lines, from where a state was saved) gives: {"batch": n (the batch that differs, 0-based),
+    "digest": here, "listed": there}, or {"batch": None} when every listed batch of the range agrees."""
+    listed = {}
+    with open(listing, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                entry = json.loads(line)
+                listed[int(entry["batches"])] = str(entry["digest"])
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(f"{listing}, line {number}: not a --digests line ({line.strip()[:80]!r})") from None
+    for n, digest in digests(loader, first, last):
+        if n in listed and listed[n] != digest:
+            return {"batch": n - 1, "digest": digest, "listed": listed[n]}
+    return {"batch": None}
+
+
 class Documents:
     """Document numbers of a pretrain split's tokens: documents end with eot, numbered from 0 over the shards in
     order; token i of shard s is in document (eots before shard s) + (eots in shard s before i)."""
@@ -330,6 +348,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--find-text", help="the documents of --source holding this text, and the steps that read them")
     ap.add_argument("--source", help="the pretrain source --find-text searches")
     ap.add_argument("--digests", action="store_true", help="the ledger's running digest after each step of A:B")
+    ap.add_argument(
+        "--against", help="with --digests: a file of --digests lines from elsewhere; the first that differs"
+    )
     ap.add_argument("--text", action="store_true", help="decode each row with the tokenizer")
     ap.add_argument("--tokenizer", help="the sentencepiece model (default: CACHE/tokenizer/spm.model)")
     args = ap.parse_args(argv)
@@ -356,6 +377,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _answer(args, loader: MixedLoader, tokenizer, ap: argparse.ArgumentParser) -> None:
     """Print the answer main's arguments ask for, as JSON (lines)."""
+    if args.digests and args.against:
+        print(json.dumps(first_difference(loader, args.against, *args.steps)))
+        return
     if args.digests:
         for n, digest in digests(loader, *args.steps):
             print(json.dumps({"batches": n, "digest": digest}))

@@ -254,3 +254,28 @@ def test_the_command_needs_a_tokenizer_for_documents(loader_caches, capsys):
     with pytest.raises(SystemExit):
         main([*common, "--steps", "0:4", "--find-document", "wikitext:1"])
     assert "tokenizer/spm.model: no tokenizer model there" in capsys.readouterr().err
+
+
+def test_digests_against_a_listing_name_the_exact_batch_where_histories_part(
+    loader_caches, tmp_path, monkeypatch, capsys
+):
+    """A changed mixer: the ledger names a range of batches; the saving side's --digests listing, compared batch by
+    batch, names the first batch whose rows differ (found here by comparing the rows themselves)."""
+    from niels_gpt.training import round_robin
+    from tests.training.test_ledger import round_robin_spread
+
+    common = ["pretrain", str(loader_caches), "--p", json.dumps(RAMP), "--T", "64", "--B", "8", "--seed", "7"]
+    listing = tmp_path / "saved.jsonl"
+    lines = [json.dumps({"batches": n, "digest": d}) for n, d in digests(loader(loader_caches, "epoch"), 0, 12)]
+    listing.write_text("\n".join(lines) + "\n")
+    before = [(e["step"], e["source"], e["item"]) for e in reads(loader(loader_caches, "epoch"), 0, 12)]
+    monkeypatch.setattr(round_robin, "spread", lambda counts: round_robin_spread(counts)[::-1].copy())
+    after = [(e["step"], e["source"], e["item"]) for e in reads(loader(loader_caches, "epoch"), 0, 12)]
+    first = next(b[0] for b, a in zip(before, after) if b != a)
+    main([*common, "--steps", "0:12", "--digests", "--against", str(listing)])
+    found = json.loads(capsys.readouterr().out)
+    assert found["batch"] == first and found["listed"] == json.loads(lines[first])["digest"]
+    listing.write_text("not json\n")
+    with pytest.raises(SystemExit):
+        main([*common, "--steps", "0:12", "--digests", "--against", str(listing)])
+    assert "saved.jsonl, line 1: not a --digests line" in capsys.readouterr().err
