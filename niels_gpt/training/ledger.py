@@ -17,8 +17,8 @@ from step 0 (no row is read) and names where the histories part: the last mark t
 does not. A running digest that differs once differs at every later mark, so that range is all a state of
 log2(n) digests can tell (each compared mark answers one yes/no question); naming the exact batch needs the
 saving run's digest after every batch of the range: `python -m niels_gpt.training.history ... --digests` prints
-them, run where the state was saved and where it is refused (the first line that differs is the batch). A mark
-that differs between two that agree was altered, and is named as such.
+them where the state was saved, and `--digests --against FILE` where it is refused names the first batch that
+differs. A mark that differs between two that agree was altered, and is named as such.
 """
 
 from __future__ import annotations
