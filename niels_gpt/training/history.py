@@ -14,7 +14,7 @@ its tokens [start, start + T] meet one of its spans.
     python -m niels_gpt.training.history pretrain cache --p '{"wikitext": 1.0}' --T 256 --B 8 --seed 0 \\
         --mode epoch --steps 100:102 [--rank 1 --world-size 2] [--text]
     python -m niels_gpt.training.history ... --steps 0:5000 --find wikitext:1234 | --find-document wikitext:17 \\
-        | --find-text "the words to look for" | --digests
+        | --find-text "the words to look for" --source wikitext | --digests [--against saved.jsonl]
 """
 
 from __future__ import annotations
