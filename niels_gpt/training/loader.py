@@ -69,7 +69,7 @@ import torch
 
 from niels_gpt import layout
 from niels_gpt.chat_template import IGNORE_INDEX
-from niels_gpt.sampling import derive_seed, draw_sources
+from niels_gpt.sampling import derive_seed, mixture_probs
 from niels_gpt.training import batch_dict
 from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
@@ -131,11 +131,20 @@ def check_names(schedule: Schedule, sources: Mapping[str, Any]) -> None:
         )
 
 
+_LAST_MIXTURE: tuple = (None, None)  # (weights, their probabilities tensor) of the last flat step drawn
+
+
 def draw_rows(schedule: Schedule, step: int, B: int, g: torch.Generator) -> torch.Tensor:
-    """The source of each of the B rows of random-mode batch `step` (int64 (B,), indices into schedule.names)."""
+    """The source of each of the B rows of random-mode batch `step` (int64 (B,), indices into schedule.names):
+    draw_sources' multinomial."""
+    global _LAST_MIXTURE
     p = schedule.at(step)
-    if schedule.flat(step):
-        return draw_sources(p, B, g)[1]  # its probabilities tensor cached per mixture
+    if schedule.flat(step):  # one weights object per breakpoint: its tensor kept (mixture_probs costs ~2 us)
+        last, probs = _LAST_MIXTURE
+        if last is not p:
+            probs = mixture_probs(p)[1]
+            _LAST_MIXTURE = (p, probs)
+        return torch.multinomial(probs, B, replacement=True, generator=g)
     # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
     return torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
 
