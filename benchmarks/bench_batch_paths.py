@@ -19,18 +19,26 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
                      field, the first handover;
   DataLoader floor   a DataLoader (2 workers) whose items are the int 0: its own queues and bookkeeping, what
                      no dataset can go below;
-  nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack.
+  nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack;
+  before ...         with `--before REV`: the host loaders of niels_gpt as of git revision REV, imported beside
+                     this tree under another name (bench_full_build.package_at), timed in the same rounds.
+`--only WORD ...` keeps the contenders whose name holds one of the words (the torch gather always). After the
+rounds: the bytes of each host loader's state (JSON), and with `--replay N` the seconds `load_state_dict` takes to
+replay N batches (its ledger check) in each mode, fixed weights and on a ramp.
 Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
 process over the round divided by its batches (main thread + any producer or pin-memory thread of this
 process; the DataLoader's worker processes are not counted). Contenders interleaved in every round; medians
 over rounds, and per-round ratios of the host loader's wait to the torch gather's.
 
-    python -m benchmarks.bench_batch_paths [--preset small gpt2] [--rounds 5] [--batches 40] [--step-ms X]
+    python -m benchmarks.bench_batch_paths [--preset small gpt2] [--rounds 5] [--batches 40] [--step-ms X] \
+        [--before REV] [--only host] [--replay 100000]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import statistics
 import tempfile
 import time
@@ -118,18 +126,30 @@ def open_loader(root: str, *, T: int, resident: bool = False, p=None, **mixing) 
     return loader.made_resident() if resident else loader  # the openers' resident=True
 
 
-def contenders(root: Path, B: int, T: int) -> dict:
+def open_before(package: str, root: str, *, T: int, p=None, **mixing):
+    """open_loader with the MixedLoader and PretrainTokenStreamDataset of `package` (an older niels_gpt)."""
+    loader = importlib.import_module(f"{package}.training.loader")
+    dataset = importlib.import_module(f"{package}.pretrain.dataset")
+    sources = {name: dataset.PretrainTokenStreamDataset(Path(root) / name, T=T) for name in MIX}
+    return loader.MixedLoader(sources, p=MIX if p is None else p, **mixing)
+
+
+def contenders(root: Path, B: int, T: int, before: str | None = None) -> dict:
     """{name: a callable returning the next batch}; iterators are created once and kept."""
     kw = {"T": T, "B": B, "seed": 0}
     gather, index_select = reference_gather(root, B, T)
     out = {"torch gather": gather, "index_select": index_select}
-    for mode in ("random", "epoch"):
-        out[f"host {mode}"] = open_loader(root, mode=mode, **kw).__next__
-    try:  # every step on a ramp (a schedule's weights change each step)
+    opens = {"host": partial(open_loader, root)}
+    if before:
+        opens["before host"] = partial(open_before, before, str(root))
+    for label, open_ in opens.items():
         for mode in ("random", "epoch"):
-            out[f"host {mode} ramp"] = open_loader(root, mode=mode, p=RAMP, **kw).__next__
-    except (AttributeError, TypeError, ValueError):  # a niels_gpt before schedules
-        pass
+            out[f"{label} {mode}"] = open_(mode=mode, **kw).__next__
+        try:  # every step on a ramp (a schedule's weights change each step)
+            for mode in ("random", "epoch"):
+                out[f"{label} {mode} ramp"] = open_(mode=mode, p=RAMP, **kw).__next__
+        except (AttributeError, TypeError, ValueError):  # a niels_gpt before schedules
+            pass
     try:
         for mode in ("random", "epoch"):
             out[f"resident {mode}"] = open_loader(root, mode=mode, resident=True, **kw).__next__
@@ -209,10 +229,12 @@ def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
     return statistics.median(waits), (time.process_time() - cpu0) / batches
 
 
-def run_preset(name: str, root: Path, args) -> None:
+def run_preset(name: str, root: Path, args, before: str | None) -> None:
     B, T, gpu_step_ms = PRESETS[name]
     step_ms = gpu_step_ms if args.step_ms is None else args.step_ms
-    fns = contenders(root, B, T)
+    fns = contenders(root, B, T, before)
+    if args.only:
+        fns = {n: fn for n, fn in fns.items() if n == "torch gather" or any(w in n for w in args.only)}
     for fn in fns.values():  # warm up: workers started, page cache and plans filled
         for _ in range(5):
             fn()
@@ -229,11 +251,39 @@ def run_preset(name: str, root: Path, args) -> None:
         ratio = spread([w / r for w, r in zip(waits[n], waits["torch gather"])])
         wait, cpu = statistics.median(waits[n]) * 1e6, statistics.median(cpus[n]) * 1e6
         print(f"{n:18s} {wait:14.1f} {cpu:13.1f} {ratio:>24s}")
+    if before:
+        for n in fns:
+            if n.startswith("host ") and f"before {n}" in fns:
+                change = spread([a / b for a, b in zip(waits[n], waits[f"before {n}"])])
+                print(f"{n:18s} wait / before: {change}")
+    for n, fn in fns.items():
+        loader = getattr(fn, "__self__", None)
+        if hasattr(loader, "state_dict"):
+            print(f"{n:18s} state at batch {loader.step:,}: {len(json.dumps(loader.state_dict())):,} bytes (JSON)")
     try:
         costs = "; ".join(f"{name} {wall:.0f} / {cpu:.0f} us" for name, (wall, cpu) in handover(B, T).items())
         print(f"handover of one dict batch from another process, wait / main-process CPU per batch: {costs}")
     except (TypeError, ImportError):  # a niels_gpt before one_buffer or the compact handover
         pass
+
+
+def replay_times(root: Path, preset: str, batches: int) -> None:
+    """Seconds `load_state_dict` takes for a state saved after `batches` batches (its ledger check replays them)."""
+    B, T, _ = PRESETS[preset]
+    for mode in ("random", "epoch"):
+        for label, p in (("fixed", MIX), ("ramp", RAMP)):
+            saver = open_loader(str(root), T=T, B=B, seed=0, mode=mode, p=p)
+            saver.skip(batches)
+            state = saver.state_dict()
+            loader = open_loader(str(root), T=T, B=B, seed=0, mode=mode, p=p)
+            start = time.perf_counter()
+            loader.load_state_dict(state)
+            seconds = time.perf_counter() - start
+            per = seconds / batches * 1e6
+            print(
+                f"replay {mode} {label}: {batches:,} batches in {seconds:.2f} s ({per:.1f} us a batch, {per:.0f} s per "
+                f"10^6); state {len(json.dumps(state)):,} bytes"
+            )
 
 
 def main() -> None:
@@ -242,6 +292,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     ap.add_argument("--batches", type=int, default=30, help="batches per contender per round (default 30)")
     ap.add_argument("--step-ms", type=float, default=None, help="simulated step (default: the preset's GPU step)")
+    ap.add_argument("--before", default=None, help="also time the host loaders as of this git revision (default: no)")
+    ap.add_argument("--only", nargs="+", default=None, help="contenders whose name holds one of these words (all)")
+    ap.add_argument("--replay", type=int, default=0, help="time load_state_dict's replay of N batches (default 0)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="bench_batch_paths_") as tmp:
@@ -249,8 +302,15 @@ def main() -> None:
         for k, name in enumerate(MIX):
             write_shards(root / name, SHARDS, seed=k)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; sources {MIX}, {len(SHARDS)} shards each")
+        before = None
+        if args.before:
+            from benchmarks.bench_full_build import package_at
+
+            before = package_at(args.before, Path(tmp))
         for name in args.preset:
-            run_preset(name, root, args)
+            run_preset(name, root, args, before)
+            if args.replay:
+                replay_times(root, name, args.replay)
 
 
 if __name__ == "__main__":

@@ -115,13 +115,12 @@ def test_a_state_of_another_worker_or_plan_is_refused(loader_caches):
         MixedBatchIterator(mixture(loader_caches, "epoch"), 1, 3).load_state_dict(state)
     with pytest.raises(ValueError, match="refusing to resume from a state of a different loader \\(seed: state has 7"):
         MixedBatchIterator(mixture(loader_caches, "epoch", seed=8), 1, 2).load_state_dict(state)
-    with pytest.raises(ValueError, match="not one of its batches"):
+    one = MixedBatchIterator(mixture(loader_caches, "random"), 0, 1)
+    for _ in range(3):
+        next(one)
+    with pytest.raises(ValueError, match="not one of its batches"):  # batch 3 is worker 1's of 2
         MixedBatchIterator(mixture(loader_caches, "random"), 0, 2).load_state_dict(
-            {
-                **state,
-                "worker": 0,
-                "loader": {**state["loader"], "step": 3, "fingerprint": mixture(loader_caches, "random").fingerprint},
-            }
+            {**one.state_dict(), "num_workers": 2}
         )
     with pytest.raises(ValueError, match="not a MixedBatches state"):
         MixedBatchIterator(mixture(loader_caches, "epoch"), 1, 2).load_state_dict({"step": 3})
