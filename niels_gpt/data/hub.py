@@ -343,9 +343,10 @@ def file_rows(ds: Any) -> Iterator[dict] | None:
 
     Iterating the Dataset walks the files' memory map, and every page it touches stays counted in the job's
     RSS until the process ends (wikitext-103's train split: ~560 MiB at full size, growing with the split);
-    a plain read holds one batch. Only for the whole split as loaded (no shard, no shuffle).
+    a plain read holds one batch. Only for the whole split as loaded (no shard, no shuffle). A Dataset that
+    `open_dataset` hands out is one where its split's files were not known by name (prepared.py); the usual
+    prepared split is a `prepared.PreparedSplit`, whose Dataset is never opened to read its rows in order.
     """
-    import pyarrow as pa
     from datasets import Dataset, Value
 
     if not isinstance(ds, Dataset) or not ds.cache_files:
@@ -357,9 +358,8 @@ def file_rows(ds: Any) -> Iterator[dict] | None:
     files = [f["filename"] for f in ds.cache_files]
     want = ds.data.schema.remove_metadata()
     for name in files:  # a renamed, selected or cast column shares the file but not its schema
-        with pa.OSFile(name) as source:
-            if not pa.ipc.open_stream(source).schema.remove_metadata().equals(want):
-                return None
+        if not prepared.file_schema(name).remove_metadata().equals(want):
+            return None
 
     return prepared.arrow_rows(files)
 
