@@ -41,8 +41,10 @@ def open_split(builder: Any, split: str) -> Any:
     )
     files = [shard["filename"] for shard in shards]
     num_rows = info.splits[split].num_examples
-    if sum(shard["take"] for shard in shards) != num_rows or any(shard["skip"] for shard in shards):
-        return builder.as_dataset(split=split)
+    lengths = info.splits[split].shard_lengths or [num_rows]  # rows per file (None: one file)
+    takes = [length if shard["take"] == -1 else shard["take"] for shard, length in zip(shards, lengths)]
+    if len(shards) != len(lengths) or takes != lengths or any(shard["skip"] for shard in shards):
+        return builder.as_dataset(split=split)  # not every row of every file
     try:
         schema = file_schema(files[0]) if files else None
     except OSError:  # not where the builder's info says (a legacy cache layout): datasets finds it

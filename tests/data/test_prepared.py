@@ -31,11 +31,12 @@ def split_files(tmp_path) -> list[str]:
     ]
 
 
-def builder_of(files: list[str], cache: Path):
+def builder_of(files: list[str], cache: Path, max_shard_size: str | None = None):
+    """The builder of `files`, prepared; with `max_shard_size`, the split in several Arrow files."""
     import datasets
 
     builder = datasets.load_dataset_builder("parquet", data_files={"train": files}, cache_dir=str(cache))
-    builder.download_and_prepare()
+    builder.download_and_prepare(max_shard_size=max_shard_size)
     return builder
 
 
@@ -44,12 +45,14 @@ def no_dataset(builder, monkeypatch) -> None:
     monkeypatch.setattr(builder, "as_dataset", lambda *a, **k: pytest.fail("the Dataset was built"))
 
 
-def test_the_rows_are_the_datasets_own_in_order_without_building_it(split_files, tmp_path, monkeypatch):
-    builder = builder_of(split_files, tmp_path / "c")
+@pytest.mark.parametrize("max_shard_size", [None, "1MB"], ids=["one file", "sharded"])
+def test_the_rows_are_the_datasets_own_in_order_without_building_it(split_files, tmp_path, monkeypatch, max_shard_size):
+    builder = builder_of(split_files, tmp_path / "c", max_shard_size)
     want = list(builder.as_dataset(split="train"))
     no_dataset(builder, monkeypatch)
     split = open_split(builder, "train")
     assert isinstance(split, PreparedSplit) and len(split) == ROWS == split.num_rows
+    assert (len(split.files) > 1) is (max_shard_size is not None)
     assert list(split) == want and split.column_names == ["text", "id"]
     assert list(split.select_columns(["id"])) == [{"id": row["id"]} for row in want]
     assert [r["filename"] for r in split.cache_files] == list(split.files) and split.files[0].endswith(".arrow")
@@ -57,7 +60,7 @@ def test_the_rows_are_the_datasets_own_in_order_without_building_it(split_files,
 
 @pytest.mark.parametrize("num_shards", [1, 2, 5, 7])
 def test_a_contiguous_part_is_the_datasets_shard(split_files, tmp_path, monkeypatch, num_shards):
-    builder = builder_of(split_files, tmp_path / "c")
+    builder = builder_of(split_files, tmp_path / "c", "1MB")
     ds = builder.as_dataset(split="train")
     want = [list(ds.shard(num_shards=num_shards, index=k, contiguous=True)) for k in range(num_shards)]
     no_dataset(builder, monkeypatch)
