@@ -7,8 +7,9 @@ job's RSS until it ends, so a job reading wikitext-103 grew with the split (~300
 size) even when it read the rows with plain reads (`hub.iter_rows`).
 
 `open_split(builder, split)`: after `download_and_prepare()`, a `PreparedSplit` of the split's Arrow files
-(their names as `as_dataset` reads them: `ArrowReader.get_file_instructions`; the row count and features
-from the builder's info), opened by nothing until its rows are read. Its rows (`iter(split)`,
+(their names as `as_dataset` finds them: `datasets.arrow_reader.ArrowReader.get_file_instructions`, not
+in datasets' documented API, so tests/data/test_prepared.py checks it against the Dataset, sharded and not;
+the row count and features from the builder's info), opened by nothing until its rows are read. Its rows (`iter(split)`,
 `split.rows()`) come from the files one record batch at a time through a plain file object (`pa.OSFile`),
 so the job holds one batch: the same rows, in the same order, as the `Dataset` gives them. Anything else
 (random access `split[i]`, `shuffle`, `map`, ...) builds the `Dataset` itself (`split.dataset`,
@@ -20,6 +21,7 @@ known by name (a split expression such as `train[:10%]`, a dataset kept in memor
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,13 +47,9 @@ def open_split(builder: Any, split: str) -> Any:
     takes = [length if shard["take"] == -1 else shard["take"] for shard, length in zip(shards, lengths)]
     if len(shards) != len(lengths) or takes != lengths or any(shard["skip"] for shard in shards):
         return builder.as_dataset(split=split)  # not every row of every file
-    try:
-        schema = file_schema(files[0]) if files else None
-    except OSError:  # not where the builder's info says (a legacy cache layout): datasets finds it
+    if not files or not all(os.path.isfile(name) for name in files):  # a legacy cache layout: datasets finds it
         return builder.as_dataset(split=split)
-    if schema is None:
-        return builder.as_dataset(split=split)
-    features = info.features.reorder_fields_as(Features.from_arrow_schema(schema))
+    features = info.features.reorder_fields_as(Features.from_arrow_schema(file_schema(files[0])))
     return PreparedSplit(builder, split, tuple(files), num_rows, features)
 
 
