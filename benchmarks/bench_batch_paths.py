@@ -12,21 +12,33 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
   resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
   prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
   DataLoader         README's recipe: `DataLoader(MixedBatches(mode="epoch"), batch_size=None, num_workers=2)`
-                     (pin_memory only with CUDA), dict batches (one buffer per batch: as_dict(one_buffer=True));
+                     (pin_memory only with CUDA), dict batches handed over as compact bytes (handover.py);
+  DataLoader 1-buffer  the same batches sent as one shared-memory tensor per batch (as_dict(one_buffer=True)),
+                     the handover before the compact bytes;
   DataLoader per-field  the same batches cloned field by field in the worker: one shared-memory tensor per
-                     field, the handover before one buffer per batch;
-  nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack.
+                     field, the first handover;
+  DataLoader floor   a DataLoader (2 workers) whose items are the int 0: its own queues and bookkeeping, what
+                     no dataset can go below;
+  nanoGPT            nanoGPT's `get_batch`: re-open the memmap, B slices, astype, torch.stack;
+  before ...         with `--before REV`: the host loaders of niels_gpt as of git revision REV, imported beside
+                     this tree under another name (bench_full_build.package_at), timed in the same rounds.
+`--only WORD ...` keeps the contenders whose name holds one of the words (the torch gather always). After the
+rounds: the bytes of each host loader's state (JSON), and with `--replay N` the seconds `load_state_dict` takes to
+replay N batches (its ledger check) in each mode, fixed weights and on a ramp.
 Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
 process over the round divided by its batches (main thread + any producer or pin-memory thread of this
 process; the DataLoader's worker processes are not counted). Contenders interleaved in every round; medians
 over rounds, and per-round ratios of the host loader's wait to the torch gather's.
 
-    python -m benchmarks.bench_batch_paths [--preset small gpt2] [--rounds 5] [--batches 40] [--step-ms X]
+    python -m benchmarks.bench_batch_paths [--preset small gpt2] [--rounds 5] [--batches 40] [--step-ms X] \
+        [--before REV] [--only host] [--replay 100000]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import statistics
 import tempfile
 import time
@@ -41,6 +53,7 @@ from benchmarks.synthetic import write_shards
 from benchmarks.timing import spread
 from niels_gpt.cache.loader import MixedLoader
 from niels_gpt.cache.pretrain_dataset import PretrainTokenStreamDataset
+from niels_gpt.training.batch_dict import as_dict
 from niels_gpt.training.mixture import MixedBatches
 from niels_gpt.training.prefetch import prefetch
 
@@ -82,16 +95,28 @@ def nanogpt_get_batch(paths: list[Path], B: int, T: int):
     return get_batch
 
 
-class PerField(IterableDataset):
-    """A MixedBatches' batches with one tensor (one shared-memory block) per field: the handover before
-    one buffer per batch (the reference of the DataLoader rows)."""
-
-    def __init__(self, batches):
-        self.batches = batches
+class Zeros(IterableDataset):
+    """Endless 0s: the DataLoader's own cost per item (the floor of every DataLoader contender)."""
 
     def __iter__(self):
-        for batch in self.batches:
-            yield {key: value.clone() for key, value in batch.items()}
+        while True:
+            yield 0
+
+
+class PerField(IterableDataset):
+    """A MixedBatches' batches with one tensor (one shared-memory block) per field (`one_buffer=False`, the
+    first handover) or one for the whole batch (`one_buffer=True`, the second)."""
+
+    def __init__(self, batches, one_buffer: bool = False):
+        self.batches, self.one_buffer = batches, one_buffer
+
+    def __iter__(self):
+        dicts = self.batches.batches(handover=False) if hasattr(self.batches, "batches") else self.batches
+        for batch in dicts:
+            if self.one_buffer:
+                yield as_dict(batch["input_ids"], batch["shift_labels"], one_buffer=True)
+            else:
+                yield {key: value.clone() for key, value in batch.items()}
 
 
 def open_loader(root: str, *, T: int, resident: bool = False, p=None, **mixing) -> MixedLoader:
@@ -101,18 +126,30 @@ def open_loader(root: str, *, T: int, resident: bool = False, p=None, **mixing) 
     return loader.made_resident() if resident else loader  # the openers' resident=True
 
 
-def contenders(root: Path, B: int, T: int) -> dict:
+def open_before(package: str, root: str, *, T: int, p=None, **mixing):
+    """open_loader with the MixedLoader and PretrainTokenStreamDataset of `package` (an older niels_gpt)."""
+    loader = importlib.import_module(f"{package}.training.loader")
+    dataset = importlib.import_module(f"{package}.pretrain.dataset")
+    sources = {name: dataset.PretrainTokenStreamDataset(Path(root) / name, T=T) for name in MIX}
+    return loader.MixedLoader(sources, p=MIX if p is None else p, **mixing)
+
+
+def contenders(root: Path, B: int, T: int, before: str | None = None) -> dict:
     """{name: a callable returning the next batch}; iterators are created once and kept."""
     kw = {"T": T, "B": B, "seed": 0}
     gather, index_select = reference_gather(root, B, T)
     out = {"torch gather": gather, "index_select": index_select}
-    for mode in ("random", "epoch"):
-        out[f"host {mode}"] = open_loader(root, mode=mode, **kw).__next__
-    try:  # every step on a ramp (a schedule's weights change each step)
+    opens = {"host": partial(open_loader, root)}
+    if before:
+        opens["before host"] = partial(open_before, before, str(root))
+    for label, open_ in opens.items():
         for mode in ("random", "epoch"):
-            out[f"host {mode} ramp"] = open_loader(root, mode=mode, p=RAMP, **kw).__next__
-    except (AttributeError, TypeError, ValueError):  # a niels_gpt before schedules
-        pass
+            out[f"{label} {mode}"] = open_(mode=mode, **kw).__next__
+        try:  # every step on a ramp (a schedule's weights change each step)
+            for mode in ("random", "epoch"):
+                out[f"{label} {mode} ramp"] = open_(mode=mode, p=RAMP, **kw).__next__
+        except (AttributeError, TypeError, ValueError):  # a niels_gpt before schedules
+            pass
     try:
         for mode in ("random", "epoch"):
             out[f"resident {mode}"] = open_loader(root, mode=mode, resident=True, **kw).__next__
@@ -120,10 +157,13 @@ def contenders(root: Path, B: int, T: int) -> dict:
         pass
     out["prefetch epoch"] = prefetch(open_loader(root, mode="epoch", **kw), "cpu", depth=2).__next__
     mix = MixedBatches(partial(open_loader, str(root), mode="epoch", **kw))
-    loader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
+    pin = torch.cuda.is_available()
+    loader = DataLoader(mix, batch_size=None, num_workers=2, pin_memory=pin)
     out["DataLoader epoch"] = iter(loader).__next__
-    per_field = DataLoader(PerField(mix), batch_size=None, num_workers=2, pin_memory=torch.cuda.is_available())
-    out["DataLoader per-field"] = iter(per_field).__next__
+    for name, one_buffer in (("1-buffer", True), ("per-field", False)):
+        other = DataLoader(PerField(mix, one_buffer), batch_size=None, num_workers=2, pin_memory=pin)
+        out[f"DataLoader {name}"] = iter(other).__next__
+    out["DataLoader floor"] = iter(DataLoader(Zeros(), batch_size=None, num_workers=2)).__next__
     out["nanoGPT get_batch"] = nanogpt_get_batch(sorted((root / "fineweb_edu").glob("*.bin")), B, T)
     return out
 
@@ -136,34 +176,43 @@ def _send_batches(queue, make, count: int, done) -> None:
     done.wait()
 
 
-def handover(B: int, T: int, count: int = 200) -> dict[str, float]:
-    """Main-process CPU microseconds to receive one dict batch from another process through a
+def handover(B: int, T: int, count: int = 200, rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """{way: (median wall us, main-process CPU us)} to receive one dict batch from another process through a
     torch.multiprocessing queue (what a DataLoader worker's batch costs the main process before the
-    DataLoader's own bookkeeping): one tensor per field vs as_dict(one_buffer=True)'s views of one buffer."""
+    DataLoader's own bookkeeping), each get after a 2 ms pause (the sender is ahead, as a worker is): one
+    shared-memory tensor per field, one for the whole batch (as_dict(one_buffer=True)), and the compact bytes
+    of handover.Handover (uint16 ids in one bytes object, unpickled into the dict batch). Interleaved rounds."""
     import torch.multiprocessing as mp
 
-    from niels_gpt.training.batch_dict import as_dict
+    from niels_gpt.training.handover import Handover
 
-    x = torch.randint(0, 16_000, (B, T))
+    rows = torch.randint(0, 16_000, (B, T + 1))
+    x, y = rows[:, :-1], rows[:, 1:]
     makers = {
-        "per field": partial(as_dict, x, x),
-        "one buffer": partial(as_dict, x, x, one_buffer=True),
+        "per field": partial(as_dict, x, y),
+        "one buffer": partial(as_dict, x, y, one_buffer=True),
+        "compact bytes": partial(Handover, (x, y, None, None, None), -100),
     }
-    out = {}
-    for name, make in makers.items():
-        ctx = mp.get_context("fork")
-        queue, done = ctx.Queue(maxsize=8), ctx.Event()
-        child = ctx.Process(target=_send_batches, args=(queue, make, count + 10, done))
-        child.start()
-        for _ in range(10):
-            queue.get()
-        cpu0 = time.process_time()
-        for _ in range(count):
-            queue.get()
-        out[name] = (time.process_time() - cpu0) / count * 1e6
-        done.set()
-        child.join()
-    return out
+    walls, cpus = {name: [] for name in makers}, {name: [] for name in makers}
+    ctx = mp.get_context("fork")
+    for _ in range(rounds):
+        for name, make in makers.items():
+            queue, done = ctx.Queue(maxsize=8), ctx.Event()
+            child = ctx.Process(target=_send_batches, args=(queue, make, count + 10, done))
+            child.start()
+            for _ in range(10):
+                queue.get()
+            waits, cpu0 = [], time.process_time()
+            for _ in range(count):
+                time.sleep(0.002)
+                start = time.perf_counter()
+                queue.get()
+                waits.append(time.perf_counter() - start)
+            cpus[name].append((time.process_time() - cpu0) / count * 1e6)
+            walls[name].append(statistics.median(waits) * 1e6)
+            done.set()
+            child.join()
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in makers}
 
 
 def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
@@ -180,10 +229,12 @@ def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
     return statistics.median(waits), (time.process_time() - cpu0) / batches
 
 
-def run_preset(name: str, root: Path, args) -> None:
+def run_preset(name: str, root: Path, args, before: str | None) -> None:
     B, T, gpu_step_ms = PRESETS[name]
     step_ms = gpu_step_ms if args.step_ms is None else args.step_ms
-    fns = contenders(root, B, T)
+    fns = contenders(root, B, T, before)
+    if args.only:
+        fns = {n: fn for n, fn in fns.items() if n == "torch gather" or any(w in n for w in args.only)}
     for fn in fns.values():  # warm up: workers started, page cache and plans filled
         for _ in range(5):
             fn()
@@ -200,11 +251,39 @@ def run_preset(name: str, root: Path, args) -> None:
         ratio = spread([w / r for w, r in zip(waits[n], waits["torch gather"])])
         wait, cpu = statistics.median(waits[n]) * 1e6, statistics.median(cpus[n]) * 1e6
         print(f"{n:18s} {wait:14.1f} {cpu:13.1f} {ratio:>24s}")
+    if before:
+        for n in fns:
+            if n.startswith("host ") and f"before {n}" in fns:
+                change = spread([a / b for a, b in zip(waits[n], waits[f"before {n}"])])
+                print(f"{n:18s} wait / before: {change}")
+    for n, fn in fns.items():
+        loader = getattr(fn, "__self__", None)
+        if hasattr(loader, "state_dict"):
+            print(f"{n:18s} state at batch {loader.step:,}: {len(json.dumps(loader.state_dict())):,} bytes (JSON)")
     try:
-        costs = ", ".join(f"{name} {us:.0f} us" for name, us in handover(B, T).items())
-        print(f"handover of one dict batch from another process, main-process CPU per batch: {costs}")
-    except TypeError:  # a niels_gpt before one_buffer
+        costs = "; ".join(f"{name} {wall:.0f} / {cpu:.0f} us" for name, (wall, cpu) in handover(B, T).items())
+        print(f"handover of one dict batch from another process, wait / main-process CPU per batch: {costs}")
+    except (TypeError, ImportError):  # a niels_gpt before one_buffer or the compact handover
         pass
+
+
+def replay_times(root: Path, preset: str, batches: int) -> None:
+    """Seconds `load_state_dict` takes for a state saved after `batches` batches (its ledger check replays them)."""
+    B, T, _ = PRESETS[preset]
+    for mode in ("random", "epoch"):
+        for label, p in (("fixed", MIX), ("ramp", RAMP)):
+            saver = open_loader(str(root), T=T, B=B, seed=0, mode=mode, p=p)
+            saver.skip(batches)
+            state = saver.state_dict()
+            loader = open_loader(str(root), T=T, B=B, seed=0, mode=mode, p=p)
+            start = time.perf_counter()
+            loader.load_state_dict(state)
+            seconds = time.perf_counter() - start
+            per = seconds / batches * 1e6
+            print(
+                f"replay {mode} {label}: {batches:,} batches in {seconds:.2f} s ({per:.1f} us a batch, {per:.0f} s per "
+                f"10^6); state {len(json.dumps(state)):,} bytes"
+            )
 
 
 def main() -> None:
@@ -213,6 +292,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     ap.add_argument("--batches", type=int, default=30, help="batches per contender per round (default 30)")
     ap.add_argument("--step-ms", type=float, default=None, help="simulated step (default: the preset's GPU step)")
+    ap.add_argument("--before", default=None, help="also time the host loaders as of this git revision (default: no)")
+    ap.add_argument("--only", nargs="+", default=None, help="contenders whose name holds one of these words (all)")
+    ap.add_argument("--replay", type=int, default=0, help="time load_state_dict's replay of N batches (default 0)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="bench_batch_paths_") as tmp:
@@ -220,8 +302,15 @@ def main() -> None:
         for k, name in enumerate(MIX):
             write_shards(root / name, SHARDS, seed=k)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; sources {MIX}, {len(SHARDS)} shards each")
+        before = None
+        if args.before:
+            from benchmarks.bench_full_build import package_at
+
+            before = package_at(args.before, Path(tmp))
         for name in args.preset:
-            run_preset(name, root, args)
+            run_preset(name, root, args, before)
+            if args.replay:
+                replay_times(root, name, args.replay)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Peak memory of reading a prepared (non-streamed) split row by row: through the `Dataset` (its Arrow cache
-file's memory map) against `hub.file_rows` (plain reads of the same file, one record batch at a time), at two
-split sizes, each read in its own process, the two ways alternating.
+file's memory map), `hub.file_rows` (the Dataset opened by `load_dataset`, then plain reads of its file, one
+record batch at a time) and `prepared.open_split` (what `hub.open_dataset` now does: the builder's
+`download_and_prepare`, then plain reads of the split's files; nothing opens the Dataset), at two split sizes,
+each read in its own process, the three ways alternating.
 
 A memory map's pages stay counted in the process's RSS once touched (file-backed, `RssFile`), so walking a
 split through the Dataset grows the job's peak with the split (wikitext-103's train split: ~560 MiB at full
 size in the pretrain and streams jobs). The figure: peak RSS and its file-backed part per way and size, and
-the ratio of the peaks between the sizes (1.0 = flat). The rows of both ways are compared (sha256).
+the ratio of the peaks between the sizes (1.0 = flat). The rows of the three ways are compared (sha256).
 
     python -m benchmarks.bench_prepared_rows [--mib 100 400] [--rounds 3]
 """
@@ -20,19 +22,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+WAYS = ("dataset", "files", "split")
 WORDS = [f"w{k:x}" for k in range(5000)]  # a made-up vocabulary: no third-party text
 
 READER = r"""
 import hashlib, json, sys
-from datasets import load_dataset
+from datasets import load_dataset, load_dataset_builder
 from niels_gpt.data.hub import file_rows
+from niels_gpt.data.prepared import open_split
 path, cache, way = sys.argv[1:4]
-ds = load_dataset("parquet", data_files=path, split="train", cache_dir=cache)
+if way == "split":
+    builder = load_dataset_builder("parquet", data_files=path, cache_dir=cache)
+    builder.download_and_prepare()
+    ds = open_split(builder, "train")
+else:
+    ds = load_dataset("parquet", data_files=path, split="train", cache_dir=cache)
 def status(*keys):
     fields = (line.split(":", 1) for line in open("/proc/self/status"))
     return {k: int(v.split()[0]) for k, v in fields if k in keys}
 base = status("VmRSS")
-rows = iter(ds) if way == "dataset" else file_rows(ds)
+rows = {"dataset": lambda: iter(ds), "files": lambda: file_rows(ds), "split": lambda: ds.rows()}[way]()
 h, n = hashlib.sha256(), 0
 for row in rows:
     h.update(row["text"].encode()); n += 1
@@ -82,7 +91,7 @@ def main() -> None:
             write_split(path, mib)
             read_once(path, cache, "files")  # prepares the Arrow cache outside the rounds
             for _ in range(args.rounds):
-                for way in ("dataset", "files"):
+                for way in WAYS:
                     results.setdefault((mib, way), []).append(read_once(path, cache, way))
         print(f"{'split':>8}  {'way':<9} {'peak RSS MiB':>12} {'file-backed MiB':>15} {'anon MiB':>9}  rows")
         peaks = {}
@@ -93,11 +102,11 @@ def main() -> None:
             anon = statistics.median(r["RssAnon"] for r in runs) / 1024
             print(f"{mib:>5} MiB  {way:<9} {peak:>12.0f} {file_mib:>15.0f} {anon:>9.0f}  {runs[0]['rows']:,}")
         small, large = args.mib
-        for way in ("dataset", "files"):
+        for way in WAYS:
             print(f"{way}: peak at {large} MiB / at {small} MiB = {peaks[large, way] / peaks[small, way]:.2f}")
         for mib in args.mib:
-            same = {r["sha256"] for way in ("dataset", "files") for r in results[mib, way]}
-            print(f"{mib} MiB: rows identical both ways: {len(same) == 1}")
+            same = {r["sha256"] for way in WAYS for r in results[mib, way]}
+            print(f"{mib} MiB: rows identical all three ways: {len(same) == 1}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ class StrideTiling:
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) and (ids.min() < 0 or ids.max() >= self.num_windows):
             raise IndexError(f"window ids must lie in [0, {self.num_windows:,}), got {ids.min()}..{ids.max()}")
-        array = np.searchsorted(self.first, ids, side="right") - 1  # "right": arrays with no window are skipped
+        array = self.first.searchsorted(ids, side="right") - 1  # "right": arrays with no window are skipped
         return array, (ids - self.first[array]) * self.T
 
 

@@ -3,10 +3,13 @@
 `HubRead` (source.py) holds every option of one read; the registry builds it from the config and it
 travels unchanged through a loader to `open_dataset(read)` and `iter_rows(ds, read)`.
 
-`open_dataset` calls `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)` (a
-transient hub error retried by `read.retry`, retry.py), or, with
-`data_files` (any form `datasets` takes), `local_files.open_local`: the same kind of object from local
-files, so the offline demo runs the real code path.
+`open_dataset` does what `datasets.load_dataset(dataset_id, config, split=, streaming=, revision=)` does
+(a transient hub error retried by `read.retry`, retry.py): `load_dataset_builder(...)`, then a streamed
+split (`as_streaming_dataset`), or `download_and_prepare()` and the prepared split as a
+`prepared.PreparedSplit` (its Arrow cache files read with plain reads, never memory-mapped; the `Dataset`
+only where random access needs it), or, with `data_files` (any form `datasets` takes),
+`local_files.open_local`: the same kind of object from local files, so the offline demo runs the real code
+path.
 
 `iter_rows` keeps part k of N (`shard_parts`: `ds.shard(num_shards=N, index=k)`, contiguous, before the
 shuffle; a streamed dataset splits by data file), shuffles (`IterableDataset.shuffle(seed=, buffer_size=)`
@@ -34,7 +37,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from niels_gpt.data import resumable, retry, stream_files
+from niels_gpt.data import prepared, resumable, retry, stream_files
 from niels_gpt.data.local_files import open_local
 from niels_gpt.data.source import HubDatasetError, HubRead, SourceUnavailableError, unavailable
 
@@ -131,8 +134,9 @@ def hub_dataset_error(read: HubRead, exc: BaseException) -> HubDatasetError | No
 
 
 def open_dataset(read: HubRead, provenance: dict | None = None):
-    """A `datasets.Dataset` / `IterableDataset` of `read.split`; `provenance` (if given) is filled in.
-    `load_dataset` is retried by `read.retry` (retry.py)."""
+    """A `prepared.PreparedSplit` (or, where its files are not known by name, a `datasets.Dataset`) or an
+    `IterableDataset` of `read.split`; `provenance` (if given) is filled in. Opening it is retried by
+    `read.retry` (retry.py)."""
     prov = provenance if provenance is not None else {}
     prov.update(
         {"dataset_id": read.dataset_id, "config": read.config, "split": read.split, "streaming": read.streaming}
@@ -186,8 +190,10 @@ def _load(read: HubRead) -> tuple[Any, list[str] | None]:
             builder = datasets.load_dataset_builder(read.dataset_id, read.config, revision=read.revision)
             ds = builder.as_streaming_dataset(split=read.split)
             files = (builder.config.data_files or {}).get(read.split)
-        else:
-            ds = datasets.load_dataset(read.dataset_id, read.config, split=read.split, revision=read.revision)
+        else:  # what load_dataset does, but the split's Arrow files are read without a memory map (prepared.py)
+            builder = datasets.load_dataset_builder(read.dataset_id, read.config, revision=read.revision)
+            builder.download_and_prepare()
+            ds = prepared.open_split(builder, read.split)
             files = None
     finally:
         logger.removeHandler(seen)
@@ -232,7 +238,8 @@ def shard_parts(ds: Any, read: HubRead, provenance: dict | None = None) -> Any:
     num_parts, part = read.num_parts, read.part
     if num_parts == 1:
         return ds
-    n_files = getattr(ds, "num_shards", None)  # only a streamed dataset has it; a prepared one splits by rows
+    # only a streamed dataset has it; a prepared one splits by rows (a PreparedSplit without its Dataset)
+    n_files = None if isinstance(ds, prepared.PreparedSplit) else getattr(ds, "num_shards", None)
     if n_files is not None and n_files < num_parts:
         raise ValueError(
             f"{read.dataset_id!r} has {n_files} data file(s) (datasets' num_shards) but {num_parts} parts were "
@@ -307,7 +314,10 @@ def iter_rows(
         else:
             if read.shuffle:
                 ds = ds.shuffle(seed=read.seed, buffer_size=read.shuffle_buffer_size)
-            plain = file_rows(ds) if ds is whole and not read.shuffle else None
+            if isinstance(ds, prepared.PreparedSplit):
+                plain = ds.rows()
+            else:
+                plain = file_rows(ds) if ds is whole and not read.shuffle else None
             ordered = ds if plain is None else plain
             rows = enumerate(ordered if read.take is None else itertools.islice(ordered, read.take))
         if mapper is not None:
@@ -333,9 +343,10 @@ def file_rows(ds: Any) -> Iterator[dict] | None:
 
     Iterating the Dataset walks the files' memory map, and every page it touches stays counted in the job's
     RSS until the process ends (wikitext-103's train split: ~560 MiB at full size, growing with the split);
-    a plain read holds one batch. Only for the whole split as loaded (no shard, no shuffle).
+    a plain read holds one batch. Only for the whole split as loaded (no shard, no shuffle). A Dataset that
+    `open_dataset` hands out is one where its split's files were not known by name (prepared.py); the usual
+    prepared split is a `prepared.PreparedSplit`, whose Dataset is never opened to read its rows in order.
     """
-    import pyarrow as pa
     from datasets import Dataset, Value
 
     if not isinstance(ds, Dataset) or not ds.cache_files:
@@ -347,17 +358,10 @@ def file_rows(ds: Any) -> Iterator[dict] | None:
     files = [f["filename"] for f in ds.cache_files]
     want = ds.data.schema.remove_metadata()
     for name in files:  # a renamed, selected or cast column shares the file but not its schema
-        with pa.OSFile(name) as source:
-            if not pa.ipc.open_stream(source).schema.remove_metadata().equals(want):
-                return None
+        if not prepared.file_schema(name).remove_metadata().equals(want):
+            return None
 
-    def rows() -> Iterator[dict]:
-        for name in files:
-            with pa.OSFile(name) as source:
-                for batch in pa.ipc.open_stream(source):
-                    yield from batch.to_pylist()
-
-    return rows()
+    return prepared.arrow_rows(files)
 
 
 def stream_failed(read: HubRead, exc: BaseException, rows: int) -> SourceUnavailableError:

@@ -2,13 +2,15 @@
 
 `open_local(read, provenance)`: the files of `read.split` (the forms and order of source.py's
 `data_files` helpers) through the builder their extension names (parquet or json; one split is one
-format), each file and its sha256 recorded. Parquet files of one split that differ in shape (a column
+format), each file and its sha256 recorded; a prepared split as `hub.open_dataset` opens one
+(`prepared.open_split`). Parquet files of one split that differ in shape (a column
 only some have, a nested column that is all-null in one file) are read with the union of their schemas
 (`unified_parquet_features`).
 """
 
 from __future__ import annotations
 
+from niels_gpt.data.prepared import open_split
 from niels_gpt.data.source import HubRead, builder_for, data_files_by_split, expand_data_files
 from niels_gpt.data.stream_files import register
 from niels_gpt.hashing import sha256_file
@@ -60,9 +62,10 @@ def open_local(read: HubRead, provenance: dict):
         }
     )
     features = unified_parquet_features(files) if builders[0] == "parquet" else None
-    ds = datasets.load_dataset(
-        builders[0], data_files={read.split: files}, split=read.split, streaming=read.streaming, features=features
-    )
-    if read.streaming:
-        register(ds, files)
+    builder = datasets.load_dataset_builder(builders[0], data_files={read.split: files}, features=features)
+    if not read.streaming:  # load_dataset's steps; the split's Arrow files are read without a memory map
+        builder.download_and_prepare()
+        return open_split(builder, read.split)
+    ds = builder.as_streaming_dataset(split=read.split)
+    register(ds, files)
     return ds

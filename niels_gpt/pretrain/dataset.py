@@ -167,7 +167,7 @@ class PretrainTokenStreamDataset:
     def draw_windows(self, B: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(index into usable_shards, start token) of B windows; the two draws of the module docstring."""
         window = torch.randint(0, self.num_windows, (B,), generator=generator).numpy()
-        shard = np.searchsorted(self._first_window, window, side="right") - 1
+        shard = self._first_window.searchsorted(window, side="right") - 1  # the method: no numpy dispatch (~1.5 us)
         return shard, window - self._first_window[shard]
 
     def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,8 +7,9 @@ GPT-3 decontamination convention; `leakage.n_tokens`) or 50 bytes for the stream
 13 bytes would match common phrases, 50 bytes is about 13 tokens of English). An n-gram lies inside one
 unit (a document, an example, a stream segment between separators) and holds no chat special.
 
-Memory is set by the val side: every val split of a space is read whole, hashed (ngrams.py) and
-indexed once; each train split is then scanned once, streaming, against that index. The result
+Memory is set by the val side: every val split of a space is read whole, hashed (ngrams.py) a chunk
+at a time and indexed once (about 16 bytes per val position kept, ~32 at the peak while the index is
+sorted); each train split is then scanned once, streaming, against that index. The result
 (`leakage.json`, canonical JSON, no timings: the same caches give the same bytes):
 
     {"format_version", "n": {"tokens": 13, "bytes": 50}, "max_fraction": null | float,
@@ -38,6 +39,7 @@ from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, wi
 
 SPACES = ("tokens", "bytes")
 DIGITS = 6  # fractions are rounded in the JSON: stable text, far finer than any figure shows
+VAL_CHUNK = 1 << 20  # val positions hashed at once (~60 bytes of temporaries each)
 
 
 class LeakageError(ValueError):
@@ -59,29 +61,44 @@ class ValSide:
 
 def _val_side(split: Split, n: int) -> ValSide:
     """Read and hash one val split. Valid n-grams lie inside one unit's text (no separator, no eot)
-    and hold no special id."""
+    and hold no special id. Hashed VAL_CHUNK positions at a time into the two arrays kept (16 bytes per
+    position), so the temporaries of the hashing and the tests are a chunk's, not the split's."""
     seq = split.sequence()
     data = seq.read(0, len(seq))
     starts, ends = split.unit_bounds(data)
-    hashes = rolling_hashes(data, n)
-    positions = np.arange(len(hashes))
-    units = np.searchsorted(starts, positions, side="right") - 1
-    valid = ends[units] >= positions + n
     special = split.special_ids()
+    table = None
     if special:
         table = np.zeros(1 << 16, dtype=bool)
         table[special] = True
-        valid &= ~windows_touching(table[data], n)
-    return ValSide(split, data, starts, ends, units[valid], hashes[valid])
+    m = max(len(data) - n + 1, 0)
+    hashes, unit_of, kept = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.intp), 0
+    for lo in range(0, m, VAL_CHUNK):
+        hi = min(lo + VAL_CHUNK, m)
+        window = data[lo : hi + n - 1]
+        positions = np.arange(lo, hi)
+        units = np.searchsorted(starts, positions, side="right") - 1
+        valid = ends[units] >= positions + n
+        if table is not None:
+            valid &= ~windows_touching(table[window], n)
+        chunk = rolling_hashes(window, n)[valid]
+        hashes[kept : kept + len(chunk)], unit_of[kept : kept + len(chunk)] = chunk, units[valid]
+        kept += len(chunk)
+    return ValSide(split, data, starts, ends, unit_of[:kept], hashes[:kept])
 
 
 def _index(sides: list[ValSide]) -> NgramIndex:
-    """One index over the n-grams of every val split; sets each side's `key_of`."""
-    index, inverse = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides]))
-    lo = 0
+    """One index over the n-grams of every val split; sets each side's `key_of` (the position of each of its
+    hashes among the index's sorted distinct keys: `np.unique`'s inverse, found one side at a time)."""
+    keys = np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides])
+    keys.sort()  # in place: np.unique would sort a copy
+    if len(keys):
+        distinct = np.empty(len(keys), dtype=bool)
+        distinct[0], distinct[1:] = True, keys[1:] != keys[:-1]
+        keys = keys[distinct]
     for side in sides:
-        side.key_of, lo, side.hashes = inverse[lo : lo + len(side.hashes)], lo + len(side.hashes), None
-    return index
+        side.key_of, side.hashes = np.searchsorted(keys, side.hashes), None
+    return NgramIndex(keys)
 
 
 def _round(x: float) -> float:

@@ -52,6 +52,7 @@ class Assembler:
         self.resident = all(getattr(src, "resident", None) is not None for src in self.sources)
         self.windows = not self.resident and _offers(self.sources, WINDOW_METHODS)
         self.items = not self.resident and not self.windows and _offers(self.sources, ITEM_METHODS)
+        self.drawn: list | None = None  # the last random batch's draws (random())
         if self.windows:
             counts = [len(src.window_views) for src in self.sources]
             self.views = [view for src in self.sources for view in src.window_views]
@@ -69,16 +70,32 @@ class Assembler:
             return [(k, None, place(k, B))]
         return [(k, np.flatnonzero(which == k), place(k, count)) for k, count in enumerate(counts) if count]
 
+    def draw(self, k: int, count: int, generator: torch.Generator):
+        """Where `count` rows of source k read, drawn from `generator` (random mode): (array, start) arrays for
+        window sources, item numbers for item sources; None for sources that only have get_batch."""
+        source = self.sources[k]
+        if self.resident:
+            return source.resident.draw(count, generator)
+        if self.windows:
+            return source.draw_windows(count, generator)
+        if self.items:
+            return source.draw_items(count, generator)
+        return None
+
     def random(self, which: np.ndarray, counts: Sequence[int], generator: torch.Generator) -> tuple | None:
         """The tensors of a random-mode batch (rows drawn from `generator` source by source, in order),
-        or None for sources that only have get_batch (the loader scatters those)."""
-        sources = self.sources
+        or None for sources that only have get_batch (the loader scatters those). `self.drawn`: the
+        [(k, rows, where)] of the draws (what the ledger records), None for get_batch sources."""
+        sources, self.drawn = self.sources, None
         if self.resident:
-            return self._resident(self._places(which, counts, lambda k, n: sources[k].resident.draw(n, generator)))
+            places = self.drawn = self._places(which, counts, lambda k, n: sources[k].resident.draw(n, generator))
+            return self._resident(places)
         if self.windows:
-            return self._windows(self._places(which, counts, lambda k, n: sources[k].draw_windows(n, generator)))
+            places = self.drawn = self._places(which, counts, lambda k, n: sources[k].draw_windows(n, generator))
+            return self._windows(places)
         if self.items:
-            return self._items(self._places(which, counts, lambda k, n: sources[k].draw_items(n, generator)))
+            places = self.drawn = self._places(which, counts, lambda k, n: sources[k].draw_items(n, generator))
+            return self._items(places)
         return None
 
     def epoch(self, which: np.ndarray, counts: Sequence[int], take) -> tuple:

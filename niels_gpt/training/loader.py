@@ -44,19 +44,23 @@ source's epoch and cursor and the round-robin credits. `load_state_dict` refuses
 plan with one message naming what differs, and a schedule whose breakpoints before the saved step differ
 from the saved one's with one naming the first that does; breakpoints from the saved step on may be added,
 moved or removed (a ramp under way redirected, a new source added), and the batches from there on take the
-new schedule's weights (in epoch mode the state keeps the weights every step so far had: `history`). In
-epoch mode the state also carries the ledger (training/ledger.py), a running digest of every batch's sources
-and items; loading replays the history and refuses one it does not reproduce (other code, a tampered state)
-naming the batches where the two part. Otherwise it continues exactly: the restored loader yields the
-batches the original would have yielded next (same caches, same torch version).
+new schedule's weights (the state keeps the weights every step so far had: `history`). The state also
+carries the ledger (training/ledger.py), a running digest of what every batch read (epoch mode: each row's
+source and item; random mode: each row's source and its window's shard and start, or its item), with, in random
+mode, the rank that recorded it; loading replays the history from step 0 without reading a row (random mode: the
+saving rank's draws, so any rank loads any rank's state) and refuses one it does not reproduce (other caches,
+other code, a tampered state) naming the batches where the two part. Otherwise it continues exactly: the
+restored loader yields the batches the original would have yielded next (same caches, same torch version).
 `skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
 `Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +69,11 @@ import torch
 
 from niels_gpt import layout
 from niels_gpt.chat_template import IGNORE_INDEX
-from niels_gpt.sampling import derive_seed, draw_sources
+from niels_gpt.sampling import derive_seed, mixture_probs
 from niels_gpt.training import batch_dict
 from niels_gpt.training.assembly import Assembler, scatter_batches
 from niels_gpt.training.epoch_mixer import EpochMixer
+from niels_gpt.training.ledger import Ledger, batch_digest, first_parting, name_id, replay_digests
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
 from niels_gpt.training.schedule import Schedule
 from niels_gpt.training.sources import (
@@ -126,6 +131,24 @@ def check_names(schedule: Schedule, sources: Mapping[str, Any]) -> None:
         )
 
 
+_LAST_MIXTURE: tuple = (None, None)  # (weights, their probabilities tensor) of the last flat step drawn
+
+
+def draw_rows(schedule: Schedule, step: int, B: int, g: torch.Generator) -> torch.Tensor:
+    """The source of each of the B rows of random-mode batch `step` (int64 (B,), indices into schedule.names):
+    draw_sources' multinomial."""
+    global _LAST_MIXTURE
+    p = schedule.at(step)
+    if schedule.flat(step):  # one weights object per breakpoint: its tensor kept (mixture_probs costs ~2 us)
+        last, probs = _LAST_MIXTURE
+        if last is not p:
+            probs = mixture_probs(p)[1]
+            _LAST_MIXTURE = (p, probs)
+        return torch.multinomial(probs, B, replacement=True, generator=g)
+    # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
+    return torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
+
+
 class MixedLoader:
     """Endless deterministic batches over `sources` mixed by `p`; resumable, sharded by rank."""
 
@@ -159,6 +182,11 @@ class MixedLoader:
         self.identities = {name: getattr(src, "identity", None) for name, src in self.sources.items()}
         self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
         self.step = 0
+        self._index = {name: k for k, name in enumerate(self.names)}
+        self._ids = np.array([name_id(name) for name in self.names], dtype=np.int64)
+        self.ledger = Ledger() if mode == "random" else None  # epoch mode: the mixer's
+        self._generators = threading.local()
+        self.history = self.schedule  # random mode: the weights every step so far had (resumes splice in edits)
         self.mixer = (
             EpochMixer(self.sources, self.schedule, seed=self.seed, rank=self.rank, world_size=self.world_size)
             if mode == "epoch"
@@ -168,6 +196,11 @@ class MixedLoader:
     # -- batches -------------------------------------------------------------------------------
     def batch_at(self, step: int) -> Batch:
         """Batch number `step` of this rank (random mode); does not move the loader."""
+        return self._random_batch(step)[0]
+
+    def _random_batch(self, step: int) -> tuple[Batch, np.ndarray, list | None]:
+        """Random-mode batch `step`, the source of each row (indices into names) and its draws [(k, rows, where)]
+        (None for sources with get_batch alone)."""
         check_int("step", step, 0)
         if self.mode == "epoch":
             raise ValueError(
@@ -175,12 +208,11 @@ class MixedLoader:
                 "use next(loader), and state_dict() / load_state_dict() to resume"
             )
         B = self.B
-        g = torch.Generator().manual_seed(derive_seed(self.seed, step, self.rank))
-        p = self.schedule.at(step)
-        if self.schedule.flat(step):
-            _, idx = draw_sources(p, B, g)  # its probabilities tensor cached per mixture
-        else:  # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
-            idx = torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
+        g = getattr(self._generators, "g", None)
+        if g is None:  # one per thread, reseeded for every batch (the state of a fresh one; ~2 us less a batch)
+            g = self._generators.g = torch.Generator()
+        g.manual_seed(derive_seed(self.seed, step, self.rank))
+        idx = draw_rows(self.schedule, step, B, g)
         which = idx.numpy()
         counts = np.bincount(which, minlength=len(self.names)).tolist()
         out = self.assembler.random(which, counts, g)
@@ -195,7 +227,41 @@ class MixedLoader:
             out = scatter_batches(parts, which, B, self.T)
         elif len(out) != self.arity:
             raise ValueError(f"sources returned {len(out)} tensors, {self.arity} from get_batch")
-        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step)
+        return Batch(**dict(zip(FIELDS, out)), source=idx, step=step), which, self.assembler.drawn
+
+    def random_draws(self, step: int, *, rank: int | None = None, schedule: Schedule | None = None, generator=None):
+        """(names, which, [(name, where)]) of random-mode batch `step` on `rank` under `schedule` (default: this
+        loader's), drawn as batch_at draws them but without reading a row: `which` indexes `names` (the
+        schedule's sources), `where` as Assembler.draw gives it (None for sources with get_batch alone)."""
+        schedule = self.schedule if schedule is None else schedule
+        rank = self.rank if rank is None else rank
+        g = (generator or torch.Generator()).manual_seed(derive_seed(self.seed, step, rank))  # reseeded: as new
+        which = draw_rows(schedule, step, self.B, g).numpy()
+        names, places = schedule.names, []
+        for k, count in enumerate(np.bincount(which, minlength=len(names)).tolist()):
+            if count:
+                name = names[k]
+                if name not in self.sources:
+                    raise ValueError(f"step {step:,} draws source {name!r}, which this loader does not have")
+                places.append((name, self.assembler.draw(self._index[name], count, g)))
+        return names, which, places
+
+    def batch_digests(self, first: int, last: int, *, rank: int, schedule: Schedule) -> bytes:
+        """The ledger's record (ledger.batch_digest, 16 bytes) of random-mode batches first..last-1 on `rank` under
+        `schedule`, one after the other, recomputed from their draws (no row read)."""
+        generator, out = torch.Generator(), []
+        for step in range(first, last):
+            names, which, places = self.random_draws(step, rank=rank, schedule=schedule, generator=generator)
+            ids = self._ids if names == self.names else np.array([name_id(n) for n in names], dtype=np.int64)
+            out.append(batch_digest(ids[which], [where for _, where in places]))
+        return b"".join(out)
+
+    def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
+        """The ledger of random-mode batches 0..steps-1 on `rank` under `schedule`, recomputed (no row read;
+        long replays split over processes: ledger.replay_digests)."""
+        ledger = Ledger()
+        ledger.add_digests(replay_digests(partial(self.batch_digests, rank=rank, schedule=schedule), 0, steps))
+        return ledger
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
@@ -209,11 +275,15 @@ class MixedLoader:
         )
 
     def skip(self, batches: int) -> None:
-        """Move past the next `batches` batches without reading them: random mode counts steps, epoch mode
-        also runs the round robin and moves each source's cursor by the rows it was assigned."""
+        """Move past the next `batches` batches without reading them, recording them in the ledger: random mode
+        makes their draws (~30-60 us a batch), epoch mode runs the round robin and moves each source's cursor by
+        the rows it was assigned."""
         check_int("batches", batches, 0)
         if self.mixer is not None:
             self.mixer.skip(self.B, self.step, batches)
+        else:
+            job = partial(self.batch_digests, rank=self.rank, schedule=self.history)
+            self.ledger.add_digests(replay_digests(job, self.step, self.step + batches))
         self.step += batches
 
     def fresh(self) -> MixedLoader:
@@ -232,7 +302,12 @@ class MixedLoader:
         return self
 
     def __next__(self) -> Batch:
-        batch = self._epoch_batch() if self.mode == "epoch" else self.batch_at(self.step)
+        if self.mode == "epoch":
+            batch = self._epoch_batch()
+        else:
+            batch, which, drawn = self._random_batch(self.step)
+            wheres = [where for _, _, where in drawn] if drawn is not None else ()
+            self.ledger.add_digest(batch_digest(self._ids[which], wheres))
         self.step += 1
         return batch
 
@@ -256,6 +331,9 @@ class MixedLoader:
         state = {"step": self.step, "fingerprint": self.fingerprint()}
         if self.mixer is not None:
             state.update(self.mixer.state())
+        else:  # random mode: the ledger of this rank (any rank may load it: the loader replays the saver's rank)
+            state["ledger"] = {"rank": self.rank, **self.ledger.state()}
+            state["history"] = self.history.state()
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -287,7 +365,42 @@ class MixedLoader:
             )
         if self.mixer is not None:
             self.mixer.restore(state, self.B, step, self.schedule)
+        else:
+            try:
+                history = Schedule.of(state["history"])
+                past, effective = (
+                    history.spliced(history, step, self.names),
+                    history.spliced(self.schedule, step, self.names),
+                )
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueError(
+                    f"refusing to resume: the state's schedule history does not fit this loader ({e})"
+                ) from None
+            self.ledger = self._check_random_ledger(state.get("ledger"), step, past)
+            self.history = effective
         self.step = step
+
+    def _check_random_ledger(self, saved: Any, steps: int, past: Schedule) -> Ledger:
+        """This rank's ledger after `steps` random-mode batches, once the history of the rank that saved `saved`
+        (its draws under the saved schedule `past`, recomputed) proves to be the one it records."""
+        rank = saved.get("rank") if isinstance(saved, Mapping) else None
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.world_size:
+            parting = "the state has no ledger" if not isinstance(saved, Mapping) else f"its ledger's rank is {rank!r}"
+        else:
+            try:
+                replayed = self._random_ledger(steps, rank=rank, schedule=past)
+            except ValueError as e:
+                replayed, parting = None, str(e)
+            else:
+                parting = first_parting(saved, replayed)
+        if parting:
+            raise ValueError(
+                f"refusing to resume: the data order recomputed from the caches, the schedule and this code does "
+                f"not match the state's ledger ({parting}); resume with the caches and niels_gpt that saved it"
+            )
+        if rank == self.rank:
+            return replayed
+        return self._random_ledger(steps, rank=self.rank, schedule=past)
 
     def __repr__(self) -> str:
         return (

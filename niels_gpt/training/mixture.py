@@ -12,9 +12,10 @@ for every k (k = 0: the main process makes every batch). Random mode: batch g is
 (seed, g, rank) (`MixedLoader.batch_at`). Epoch mode: every worker runs the whole plan (round robin and
 cursors, integers) but reads rows only for its own batches (`MixedLoader.skip` for the others').
 
-Handover: a batch made in a worker is a dict whose tensors are views of one (fields, B, T) buffer
-(batch_dict.as_dict(one_buffer=True)), so it reaches the main process as one shared-memory block, not one per
-key; in the main process (num_workers=0) the batch is made as a plain dict batch, no copy into a buffer.
+Handover: a batch made in a worker travels as a handover.Handover, its fields narrowed (uint16 token ids) in one
+bytes object that unpickles in the main process into the dict batch itself (no shared-memory blocks, whose file
+descriptors the main process would fetch from the worker one handshake each); in the main process
+(num_workers=0) the batch is made as a plain dict batch.
 
 Resume: each worker's iterator is stateful, `state_dict()` = {"worker", "num_workers", "loader": its
 MixedLoader's state at its next batch (plan fingerprint included)}; StatefulDataLoader keeps one per
@@ -44,6 +45,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.training.batch_dict import check_ignore_index
+from niels_gpt.training.handover import Handover
 from niels_gpt.training.loader import MixedLoader
 from niels_gpt.training.plan import plan_changes
 from niels_gpt.training.samplers import resolve_rank
@@ -103,11 +105,16 @@ class MixedBatches(OpenedWhereUsed, IterableDataset):
         return self.opened()
 
     def __iter__(self) -> MixedBatchIterator:
+        return self.batches()
+
+    def batches(self, *, handover: bool = True) -> MixedBatchIterator:
+        """The iterator of this process (a DataLoader worker's share, or every batch); `handover=False`: dict
+        batches in a worker too (for code that reads them there, e.g. `rows()`)."""
         info = get_worker_info()  # None in the main process (num_workers=0)
         if info is not None and self.resident:
             raise ValueError(RESIDENT_IN_WORKERS)
         worker, num_workers = (0, 0) if info is None else (info.id, info.num_workers)
-        return MixedBatchIterator(self, worker, num_workers)
+        return MixedBatchIterator(self, worker, num_workers, handover=handover)
 
     def rows(self) -> MixedRows:
         """These batches one row at a time, for a DataLoader with batch_size=B (the Hugging Face Trainer's)."""
@@ -169,7 +176,7 @@ class MixedRows(IterableDataset):
         self.batches, self.B = batches, batches.B
 
     def __iter__(self):
-        for batch in self.batches:
+        for batch in self.batches.batches(handover=False):
             for i in range(self.B):
                 yield Row({key: value[i] for key, value in batch.items()})
 
@@ -181,8 +188,9 @@ class MixedBatchIterator:
     """Worker `worker` of the loader's `num_workers` (0: the main process makes every batch): global batches
     worker, worker + stride, ... with stride = max(num_workers, 1); stateful."""
 
-    def __init__(self, dataset: MixedBatches, worker: int, num_workers: int):
+    def __init__(self, dataset: MixedBatches, worker: int, num_workers: int, *, handover: bool = True):
         self.dataset, self.worker, self.num_workers = dataset, worker, num_workers
+        self.ignore_index, self.handover = dataset.ignore_index, handover
         self.stride = max(num_workers, 1)
         self.loader = dataset.loader.fresh()
         self.loader.skip(worker)
@@ -191,10 +199,13 @@ class MixedBatchIterator:
         return self
 
     def __next__(self) -> dict:
-        # in a worker: one buffer per batch, one shared-memory block to hand over
-        batch = next(self.loader).as_dict(self.dataset.ignore_index, one_buffer=self.num_workers > 0)
+        batch = next(self.loader)
         self.loader.skip(self.stride - 1)  # the other workers' batches
-        return batch
+        if self.num_workers and self.handover:  # in a worker: the compact handover (module docstring)
+            return Handover(
+                (batch.x, batch.y, batch.y_masked, batch.segment_ids, batch.position_ids), self.ignore_index
+            )
+        return batch.as_dict(self.ignore_index)
 
     def state_dict(self) -> dict[str, Any]:
         return {"worker": self.worker, "num_workers": self.num_workers, "loader": self.loader.state_dict()}

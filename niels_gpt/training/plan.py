@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-STATE_VERSION = 3  # 2: states carry the fingerprint (and epoch positions); 3: a schedule, credits over a unit
+STATE_VERSION = 4  # 2: the fingerprint (and epoch positions); 3: a schedule, credits over a unit; 4: random-mode ledger
 _SHOWN_DIGEST = 12  # hex digits of a cache identity shown in an error
 
 

@@ -14,14 +14,19 @@ from tests.support.hub_files import HUB_SHA, WIKI_TEST, WIKI_TRAIN, WIKI_VAL, wr
 
 class FakeBuilder:
     """What `datasets.load_dataset_builder` returns, as far as `hub.open_dataset` uses it for a streamed
-    read: `config.data_files` ({split: [file, ...]}) and `as_streaming_dataset(split)` (`stream(split)`)."""
+    read: `config.data_files` ({split: [file, ...]}) and `as_streaming_dataset(split)` (`stream(split)`);
+    for a prepared read, `download_and_prepare()` prepares `prepared` (a real builder of local files)."""
 
-    def __init__(self, stream, data_files: dict):
+    def __init__(self, stream, data_files: dict, prepared=None):
         self.config = SimpleNamespace(data_files=data_files)
         self._stream = stream
+        self.prepared = prepared
 
     def as_streaming_dataset(self, split):
         return self._stream(split)
+
+    def download_and_prepare(self):
+        self.prepared.download_and_prepare()
 
 
 @pytest.fixture(autouse=True)

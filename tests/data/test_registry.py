@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from niels_gpt.config import ConfigError, deep_merge, prepare_config
-from niels_gpt.data import registry
+from niels_gpt.data import prepared, registry
 from niels_gpt.data.hub import HubRead
 from tests.data.conftest import FakeBuilder
 from tests.support.hub_files import DOLLY_ROWS
@@ -279,7 +279,7 @@ def test_registry_import_and_input_files_stay_light(demo):
     _, cfg = demo
     code = textwrap.dedent(f"""
         import json, sys
-        from niels_gpt.data import registry
+        from niels_gpt.data import prepared, registry
         cfg = json.loads({json.dumps(json.dumps(cfg))})
         for s in registry.PRETRAIN_SOURCES + registry.SFT_SOURCES:
             registry.source_input_files(cfg, s)
@@ -312,9 +312,9 @@ HUB_SETTINGS = {
 
 
 def fake_hub(monkeypatch, root) -> list[dict]:
-    """datasets.load_dataset and load_dataset_builder (a streamed read) for the HUB_SETTINGS ids: records
-    each call, serves the demo tree's files
-    for the split asked for (an unknown split fails as on the hub); local-file calls pass through."""
+    """datasets.load_dataset and load_dataset_builder for the HUB_SETTINGS ids: records each read (a streamed
+    one when the stream is opened, a prepared one when `prepared.open_split` opens its split), serves the demo
+    tree's files for the split asked for (an unknown split fails as on the hub); local-file calls pass through."""
     import datasets
 
     real = datasets.load_dataset
@@ -342,14 +342,35 @@ def fake_hub(monkeypatch, root) -> list[dict]:
             "json" if file.endswith(".jsonl") else "parquet", data_files={split: file}, split=split, streaming=streaming
         )
 
+    real_builder = datasets.load_dataset_builder
+    real_open_split = prepared.open_split
+
     def load_dataset_builder(path, name=None, *, revision=None, **kwargs):
+        if path in ("parquet", "json"):
+            return real_builder(path, name, **kwargs)
+
         def stream(split):
             return load_dataset(path, name, split=split, streaming=True, revision=revision)
 
-        return FakeBuilder(stream, {split: [str(file)] for split, file in served[path].items()})
+        files = {split: str(file) for split, file in served[path].items()}
+        kind = "json" if next(iter(files.values())).endswith(".jsonl") else "parquet"
+        builder = FakeBuilder(
+            stream, {split: [file] for split, file in files.items()}, real_builder(kind, data_files=files)
+        )
+        builder.call = {"path": path, "name": name, "revision": revision}
+        return builder
+
+    def open_split(builder, split):  # a prepared read of the fake hub: recorded, then the served files' split
+        if isinstance(builder, FakeBuilder):
+            call = builder.call
+            calls.append({"path": call["path"], "name": call["name"], "split": split, "revision": call["revision"]})
+            calls[-1]["streaming"] = False
+            builder = builder.prepared
+        return real_open_split(builder, split)
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     monkeypatch.setattr(datasets, "load_dataset_builder", load_dataset_builder)
+    monkeypatch.setattr(prepared, "open_split", open_split)
     return calls
 
 

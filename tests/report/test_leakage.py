@@ -120,3 +120,18 @@ def test_ngrams_holding_a_special_token_are_never_counted(special_tree, tiny_tok
     assert want["sft/primer"][0] > 0 and want["sft/primer"][1]["sft/dolly15k"] == 0.0
     across = brute_force(special_tree, tiny_tokenizer, 13, exclude_specials=False)["sft/primer"]
     assert across[0] > want["sft/primer"][0] and across[1]["sft/dolly15k"] > 0  # what a count across specials finds
+
+
+def test_the_val_side_hashed_chunk_by_chunk_gives_the_same_audit(planted_tree, special_tree, monkeypatch):
+    """Chunks of 7 positions (n-grams across every chunk boundary, units and specials cut by them) give the
+    audit of one chunk per split, to the last n-gram and unit."""
+    from niels_gpt.report import leakage
+
+    def run(tree):
+        return audit(tree, **N, top=3, tokenizer=None, log=lambda _: None)
+
+    whole = {tree: run(tree) for tree in (planted_tree, special_tree)}
+    assert any(v["ngrams"] > 7 for r in whole.values() for v in r["val_splits"])
+    monkeypatch.setattr(leakage, "VAL_CHUNK", 7)
+    for tree, want in whole.items():
+        assert run(tree) == want

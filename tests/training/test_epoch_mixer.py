@@ -234,7 +234,7 @@ def test_changed_cache_and_old_state_versions_are_refused(caches, tmp_path, tiny
         sft_loader(tmp_path).load_state_dict(state)
     assert "dolly15k" not in str(e.value)  # rebuilt from the same chats: same sha256s, same identity
     old = {k: v for k, v in state.items() if k != "fingerprint"} | {"version": 1}
-    with pytest.raises(ValueError, match="no plan fingerprint.*older niels_gpt.*version 3"):
+    with pytest.raises(ValueError, match="no plan fingerprint.*older niels_gpt.*version 4"):
         sft_loader(caches).load_state_dict(old)
 
 

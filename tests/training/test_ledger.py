@@ -5,6 +5,7 @@ resume again."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -48,7 +49,7 @@ def test_a_changed_mixer_is_refused_naming_where_the_histories_part(loader_cache
         loader(loader_caches, "epoch").load_state_dict(state)
     message = str(e.value)
     assert message.startswith("refusing to resume: the data order recomputed from the caches, the schedule and this")
-    assert "the histories part between batches 4 and 7" in message  # the ramp's mixed steps (from 5) differ
+    assert "the histories part at a batch from 4 to 7" in message  # the ramp's mixed steps (from 5) differ
 
 
 round_robin_spread = round_robin.spread
@@ -58,9 +59,7 @@ def test_a_tampered_ledger_or_position_is_refused(loader_caches):
     state = saved(loader_caches)
     mark = state["ledger"]["marks"]["4"]
     state["ledger"]["marks"]["4"] = mark[::-1]
-    with pytest.raises(
-        ValueError, match=r"not match the state's ledger \(the histories part between batches 2 and 3\)"
-    ):
+    with pytest.raises(ValueError, match=r"not match the state's ledger \(the state's ledger mark after 4 batches was"):
         loader(loader_caches, "epoch").load_state_dict(state)
     state["ledger"]["marks"]["4"] = mark
     assert first_parting(state["ledger"], Ledger()) is not None
@@ -110,3 +109,135 @@ def test_a_tampered_state_is_refused_with_one_value_error(loader_caches, tamper,
     tamper(state)
     with pytest.raises(ValueError, match=message):
         loader(loader_caches, "epoch").load_state_dict(state)
+
+
+# -- random mode -----------------------------------------------------------------------------------
+def test_a_random_state_carries_the_ledger_of_its_rank_and_skips_record_the_same(loader_caches):
+    read, skipped = (
+        loader(loader_caches, "random", rank=1, world_size=2),
+        loader(loader_caches, "random", rank=1, world_size=2),
+    )
+    for _ in range(N):
+        next(read)
+    skipped.skip(N)
+    state = read.state_dict()
+    assert state["ledger"] == skipped.state_dict()["ledger"] and state["ledger"]["rank"] == 1
+    assert sorted(map(int, state["ledger"]["marks"])) == [1, 2, 4, 8, N] and len(json.dumps(state)) < 2_000
+    other = loader(loader_caches, "random", rank=0, world_size=2)
+    other.skip(N)
+    assert other.state_dict()["ledger"]["marks"] != state["ledger"]["marks"]  # each rank reads its own rows
+
+
+def test_the_random_ledger_records_the_rows_each_batch_read(loader_caches):
+    """The digest after batch 0, taken by hand from the batch's rows: the digest of (source ids, then each source's
+    shards and starts), digested in its turn (the running digest over batch digests)."""
+    import hashlib
+
+    from niels_gpt.training.ledger import name_id
+
+    mixed = loader(loader_caches, "random", p={"wikitext": 0.5, "gutenberg": 0.5})
+    batch = next(mixed)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.array([name_id(mixed.names[k]) for k in batch.source.tolist()], dtype=np.int64))
+    for k, name in enumerate(mixed.names):
+        source, rows = mixed.sources[name], np.flatnonzero(batch.source.numpy() == k)
+        views = source.window_views
+        found = [  # the (shard, start) of each row, found by searching the shards for its tokens
+            next(
+                (v, s)
+                for v, view in enumerate(views)
+                for s in np.flatnonzero((view[:, :-1] == batch.x[row].numpy()).all(axis=1)).tolist()
+            )
+            for row in rows.tolist()
+        ]
+        if found:
+            h.update(np.array([v for v, _ in found], dtype=np.int64))
+            h.update(np.array([s for _, s in found], dtype=np.int64))
+    assert mixed.state_dict()["ledger"]["marks"]["1"] == hashlib.blake2b(h.digest(), digest_size=16).hexdigest()
+
+
+def test_a_replay_split_over_processes_gives_the_serial_ledger(loader_caches, monkeypatch):
+    from niels_gpt.training import ledger as ledger_module
+
+    mixed = loader(loader_caches, "random", rank=1, world_size=2)
+    serial = mixed.batch_digests(0, 40, rank=1, schedule=mixed.history)
+    monkeypatch.setattr(ledger_module, "PARALLEL_STEPS", 8)
+    job = partial(mixed.batch_digests, rank=1, schedule=mixed.history)
+    assert ledger_module.replay_digests(job, 0, 40, workers=2) == serial and len(serial) == 40 * 16
+    assert ledger_module.replay_digests(job, 10, 40, workers=2) == serial[10 * 16 :]
+    for _ in range(N):
+        next(mixed)
+    resumed = loader(loader_caches, "random", rank=1, world_size=2)
+    resumed.load_state_dict(mixed.state_dict())  # replayed by 2 processes (when this machine has 2 CPUs)
+    assert resumed.state_dict()["ledger"] == mixed.state_dict()["ledger"]
+
+
+def test_batch_digests_added_at_once_or_one_by_one_give_the_same_marks():
+    one, many = Ledger(), Ledger()
+    blob = bytes(range(256)) * 7  # 112 digests of 16 bytes
+    for k in range(0, len(blob), 16):
+        one.add_digests(blob[k : k + 16])
+    many.add_digests(blob[:48])
+    many.add_digests(blob[48:])
+    assert one.state() == many.state() and sorted(map(int, one.state()["marks"])) == [1, 2, 4, 8, 16, 32, 64, 112]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_random_state_of_any_rank_resumes_every_rank(loader_caches, rank):
+    saver = loader(loader_caches, "random", rank=rank, world_size=2)
+    for _ in range(N):
+        next(saver)
+    state = json.loads(json.dumps(saver.state_dict()))
+    for mine in (0, 1):
+        resumed = loader(loader_caches, "random", rank=mine, world_size=2)
+        resumed.load_state_dict(state)
+        straight = loader(loader_caches, "random", rank=mine, world_size=2)
+        for _ in range(N + M):
+            next(straight)
+        for _ in range(M):
+            next(resumed)
+        assert resumed.state_dict()["ledger"] == straight.state_dict()["ledger"]
+
+
+def test_a_changed_random_mixer_is_refused_naming_where_the_histories_part(loader_caches, monkeypatch):
+    from niels_gpt.training import loader as loader_module
+
+    state = json.loads(json.dumps(saved_random(loader_caches)))
+    draw = loader_module.draw_rows
+
+    def changed(schedule, step, B, g):  # batches from 5 on draw their sources the other way round
+        idx = draw(schedule, step, B, g)
+        return idx.flip(0) if step >= 5 else idx
+
+    monkeypatch.setattr(loader_module, "draw_rows", changed)
+    with pytest.raises(ValueError, match=r"not match the state's ledger \(the histories part at a batch from 4 to 7"):
+        loader(loader_caches, "random").load_state_dict(state)
+
+
+def saved_random(root, steps: int = N, **kw) -> dict:
+    mixed = loader(root, "random", **kw)
+    for _ in range(steps):
+        next(mixed)
+    return json.loads(json.dumps(mixed.state_dict()))
+
+
+@pytest.mark.parametrize(
+    "tamper, message",
+    [
+        (lambda s: s["ledger"]["marks"].__setitem__("8", "0" * 32), "ledger mark after 8 batches was altered"),
+        (
+            lambda s: s["ledger"]["marks"].__setitem__(str(N), "0" * 32),
+            f"the histories part at a batch from 8 to {N - 1}",
+        ),
+        (lambda s: s["ledger"].__setitem__("rank", 2), "its ledger's rank is 2"),
+        (lambda s: s.__delitem__("ledger"), "the state has no ledger"),
+        (lambda s: s.__setitem__("step", N + 1), f"its ledger covers {N} batches"),
+        (lambda s: s.__setitem__("history", [[0, {"gutenberg": 1.0}]]), "histories part at batch 0"),
+        (lambda s: s.__delitem__("history"), "the state's schedule history does not fit"),
+    ],
+)
+def test_a_tampered_random_state_is_refused_with_one_value_error(loader_caches, tamper, message):
+    state = saved_random(loader_caches)
+    tamper(state)
+    with pytest.raises(ValueError, match=message):
+        loader(loader_caches, "random").load_state_dict(state)

@@ -305,3 +305,16 @@ def test_fresh_is_the_same_plan_from_step_zero_and_moves_on_its_own(loader_cache
     fresh, straight = used.fresh(), pretrain(loader_caches, mode=mode)
     assert fresh.fingerprint() == straight.fingerprint() and fresh.state_dict() == straight.state_dict()
     assert same(next(fresh), next(straight)) and used.step == 11
+
+
+def test_draw_rows_is_draw_sources_with_the_weights_of_each_step():
+    import torch
+
+    from niels_gpt.sampling import draw_sources
+    from niels_gpt.training.loader import draw_rows
+    from niels_gpt.training.schedule import Schedule
+
+    schedule = Schedule([(0, {"a": 0.7, "b": 0.3}), (5, {"a": 0.7, "b": 0.3}), (9, {"a": 0.1, "b": 0.9})])
+    for step in (0, 1, 4, 6, 9, 10, 0, 12):  # flat, ramp, flat again: the kept tensor follows the weights
+        g, h = torch.Generator().manual_seed(step), torch.Generator().manual_seed(step)
+        assert torch.equal(draw_rows(schedule, step, 64, g), draw_sources(schedule.at(step), 64, h)[1])
