@@ -7,7 +7,8 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
   torch gather       the reference: B rows gathered from the three sources' ids held in memory as one int64
                      tensor, `flat[starts[:, None] + arange(T + 1)]` (x, y views; starts from one randint);
   index_select       the strict reference: one index_select of that tensor's (n - T, T+1) unfold view;
-  host random/epoch  `next(MixedLoader(...))` over the memory-mapped caches (the default); "ramp": under a
+  host random/epoch  `next(MixedLoader(...))` over the memory-mapped caches (the default); "dict": and its
+                     `as_dict()` (the dict batch a DataLoader recipe hands out, made in the loop); "ramp": under a
                      schedule whose weights change every step (RAMP; absent before schedules);
   resident r/e       the same with `resident=True` (the caches in the device's memory, here the CPU's);
   prefetch           `next(prefetch(MixedLoader(mode="epoch"), "cpu", depth=2))`: a background thread;
@@ -25,9 +26,10 @@ loop waiting on the GPU does (the GIL is free meanwhile), so background producer
 `--only WORD ...` keeps the contenders whose name holds one of the words (the torch gather always). After the
 rounds: the bytes of each host loader's state (JSON), and with `--replay N` the seconds `load_state_dict` takes to
 replay N batches (its ledger check) in each mode, fixed weights and on a ramp.
-Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `cpu` = CPU time of the whole
-process over the round divided by its batches (main thread + any producer or pin-memory thread of this
-process; the DataLoader's worker processes are not counted). Contenders interleaved in every round; medians
+Per batch: `wait` = wall time inside next() / the call (what the loop waits for), `thread` = CPU time of the
+main thread inside next() (what the thread that launches the GPU's kernels spends), `cpu` = CPU time of the whole
+process over the round divided by its batches (main thread + any producer, queue-feeder or pin-memory thread of
+this process; the DataLoader's worker processes are not counted). Contenders interleaved in every round; medians
 over rounds, and per-round ratios of the host loader's wait to the torch gather's.
 
     python -m benchmarks.bench_batch_paths [--preset small gpt2] [--rounds 5] [--batches 40] [--step-ms X] \
@@ -155,6 +157,8 @@ def contenders(root: Path, B: int, T: int, before: str | None = None) -> dict:
             out[f"resident {mode}"] = open_loader(root, mode=mode, resident=True, **kw).__next__
     except AttributeError:  # a niels_gpt before resident=True
         pass
+    epoch_dicts = open_loader(root, mode="epoch", **kw)  # the loop making the DataLoader's dict batches itself
+    out["host epoch dict"] = lambda: next(epoch_dicts).as_dict()
     out["prefetch epoch"] = prefetch(open_loader(root, mode="epoch", **kw), "cpu", depth=2).__next__
     mix = MixedBatches(partial(open_loader, str(root), mode="epoch", **kw))
     pin = torch.cuda.is_available()
@@ -215,18 +219,19 @@ def handover(B: int, T: int, count: int = 200, rounds: int = 3) -> dict[str, tup
     return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in makers}
 
 
-def one_round(fn, batches: int, step_s: float) -> tuple[float, float]:
-    """(median wall seconds inside fn(), process CPU seconds per batch) over `batches` calls, each after a
-    simulated step of `step_s` seconds of sleep."""
-    waits = []
+def one_round(fn, batches: int, step_s: float) -> tuple[float, float, float]:
+    """(median wall seconds inside fn(), median main-thread CPU seconds inside fn(), process CPU seconds per
+    batch) over `batches` calls, each after a simulated step of `step_s` seconds of sleep."""
+    waits, threads = [], []
     cpu0 = time.process_time()
     for _ in range(batches):
         if step_s:
             time.sleep(step_s)
-        start = time.perf_counter()
+        start, thread0 = time.perf_counter(), time.thread_time()
         fn()
         waits.append(time.perf_counter() - start)
-    return statistics.median(waits), (time.process_time() - cpu0) / batches
+        threads.append(time.thread_time() - thread0)
+    return statistics.median(waits), statistics.median(threads), (time.process_time() - cpu0) / batches
 
 
 def run_preset(name: str, root: Path, args, before: str | None) -> None:
@@ -238,19 +243,19 @@ def run_preset(name: str, root: Path, args, before: str | None) -> None:
     for fn in fns.values():  # warm up: workers started, page cache and plans filled
         for _ in range(5):
             fn()
-    waits = {n: [] for n in fns}
-    cpus = {n: [] for n in fns}
+    waits, threads, cpus = ({n: [] for n in fns} for _ in range(3))
     for _ in range(args.rounds):
         for n, fn in fns.items():
-            wait, cpu = one_round(fn, args.batches, step_ms / 1e3)
+            wait, thread, cpu = one_round(fn, args.batches, step_ms / 1e3)
             waits[n].append(wait)
+            threads[n].append(thread)
             cpus[n].append(cpu)
     print(f"\npreset {name}: B={B} T={T}, simulated step {step_ms} ms, {args.rounds} rounds x {args.batches} batches")
-    print(f"{'contender':18s} {'wait us/batch':>14s} {'cpu us/batch':>13s} {'wait / torch gather':>24s}")
+    print(f"{'contender':18s} {'wait us':>9s} {'thread us':>10s} {'cpu us/batch':>13s} {'wait / torch gather':>24s}")
     for n in fns:
         ratio = spread([w / r for w, r in zip(waits[n], waits["torch gather"])])
-        wait, cpu = statistics.median(waits[n]) * 1e6, statistics.median(cpus[n]) * 1e6
-        print(f"{n:18s} {wait:14.1f} {cpu:13.1f} {ratio:>24s}")
+        wait, thread = statistics.median(waits[n]) * 1e6, statistics.median(threads[n]) * 1e6
+        print(f"{n:18s} {wait:9.1f} {thread:10.1f} {statistics.median(cpus[n]) * 1e6:13.1f} {ratio:>24s}")
     if before:
         for n in fns:
             if n.startswith("host ") and f"before {n}" in fns:
