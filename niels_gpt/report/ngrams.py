@@ -113,6 +113,20 @@ class NgramIndex:
         pos = np.minimum(np.searchsorted(self.keys, h), len(self.keys) - 1)
         return pos[self.keys[pos] == h]
 
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        """Bool per given hash: is it a member? (`lookup` by position, for callers that need where.)"""
+        hit = np.zeros(len(hashes), dtype=bool)
+        if not len(self.keys) or not len(hashes):
+            return hit
+        where = np.arange(len(hashes))
+        for table, multiplier in zip(self._filters, (None, FILTER2_MULTIPLIER)):
+            keep = self._passes(table, self._slots(hashes[where], multiplier))
+            where = where[keep]
+        h = hashes[where]
+        pos = np.minimum(np.searchsorted(self.keys, h), len(self.keys) - 1)
+        hit[where[self.keys[pos] == h]] = True
+        return hit
+
 
 def _bounded_map(executor: Executor, fn: Callable, items: Iterable, depth: int) -> Iterator:
     """executor.map with at most `depth` calls in flight (bounded memory), results in order."""
