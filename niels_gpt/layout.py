@@ -78,7 +78,8 @@ STREAM_META_SUFFIX = ".meta.json"
 
 # Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
 # users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
-FORMAT_VERSION = 4  # 4: a single stream's split rule draws from numpy.random.default_rng(seed), not torch's generator
+FORMAT_VERSION = 5  # 5: pretrain and SFT caches are curated copies of raw builds (niels_gpt/curation)
+TOKENIZER_FORMAT_VERSION = 4  # the tokenizer's bytes did not change with format 5
 STREAM_FORMAT_VERSION = 3
 REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
 
