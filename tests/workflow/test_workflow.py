@@ -264,9 +264,12 @@ def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenize
     assert "streams" not in jobs  # byte streams do not use the tokenizer
 
 
-# The report jobs that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
-READS_PRETRAIN = {"report_pretrain": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
-READS_SFT = {"report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+# Curation is global (rules/curation.smk): a changed raw pretrain or SFT cache re-runs curate, every apply
+# job (each rewrites its curated cache from the new decisions) and the certificate; then the report jobs
+# that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
+CURATION = {"curate": 1, "curate_pretrain": 4, "curate_sft": 3, "certificate": 1}
+READS_TOKEN_CACHES = {"report_pretrain": 1, "report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1}
+READS_PRETRAIN = READS_SFT = {**CURATION, **READS_TOKEN_CACHES, "all": 1}
 READS_STREAMS = {"report_streams": 1, "leakage": 1, "report_leakage": 1, "all": 1}
 
 
@@ -280,6 +283,39 @@ def test_report_settings_rerun_only_the_report_jobs_using_them(built):
     assert planned_jobs(built, extra_config={"sft": {"mix": mix}}) == {"report_sft": 1, "all": 1}
     jobs = planned_jobs(built, extra_config={"leakage": {"max_fraction": 0.5}})
     assert jobs == {"leakage": 1, "report_leakage": 1, "all": 1}
+
+
+def test_curation_keys_rerun_curation_and_its_readers_never_a_build(built, tmp_path):
+    """A curation setting re-runs curate, the apply jobs, the certificate and the readers, never a build
+    (no source is read again); read_margin alone re-runs the pretrain builds."""
+    after_curate = {**CURATION, **READS_TOKEN_CACHES, "all": 1}
+    assert planned_jobs(built, extra_config={"dedup": {"jaccard_threshold": 0.9}}) == after_curate
+    assert planned_jobs(built, extra_config={"dedup": {"source_priority": ["roam"]}}) == after_curate
+    assert planned_jobs(built, extra_config={"decontamination": {"min_piece_tokens": 20}}) == after_curate
+    bench = tmp_path / "eval.txt"
+    bench.write_text("an evaluation text\n")
+    jobs = planned_jobs(built, extra_config={"decontamination": {"benchmarks": [str(bench)]}})
+    assert jobs == after_curate
+    assert planned_jobs(built, extra_config={"dedup": {"read_margin": 0.1}}) == {"pretrain": 4, **after_curate}
+
+
+def test_demo_build_is_certified_and_records_what_curation_removed(built):
+    cache = built / "cache"
+    certificate = json.loads((cache / "report" / "certificate.json").read_text())
+    assert certificate["holds"] and certificate["pairs"] and {p["shared_ngrams"] for p in certificate["pairs"]} == {0}
+    assert len(certificate["train_splits"]) == 7  # 4 pretrain + 3 SFT
+    leakage = json.loads((cache / "report" / "leakage.json").read_text())
+    token_vals = [v for v in leakage["val_splits"] if v["space"] == "tokens"]
+    assert token_vals and all(f == 0 for v in token_vals for f in v["fraction"].values())
+    summary = json.loads((cache / "curation" / "summary.json").read_text())
+    assert summary == certificate["curation"]
+    for name, splits in summary["caches"].items():
+        family, source = name.split("/")[:2]
+        meta = json.loads((cache / family / source / "meta.json").read_text())
+        if meta.get("built") is False:
+            continue
+        assert meta["curation"]["splits"]["train"]["counts"] == splits["train"]["counts"]
+        assert meta["train_tokens"] == splits["train"]["kept_tokens"]
 
 
 def test_editing_the_primer_reruns_only_primer_sft_and_its_readers(copy_of_built):
@@ -439,10 +475,11 @@ def _val(result: dict, name: str) -> dict:
     return next(v for v in result["val_splits"] if v["name"] == name)
 
 
-def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(copy_of_built):
+def test_roam_edits_rebuild_only_roam_and_curation_removes_a_planted_val_copy(copy_of_built):
     """Edit one roam note and copy the longest wikitext val article into a new note (train side): only
-    roam's jobs and the report jobs reading them re-run; the audit names the article, far above the
-    demo's own overlap (generated text repeats phrases), and a gate below its share fails the run."""
+    roam's build, curation and the report jobs re-run; curation removes the copy (a near duplicate of a val
+    document), so the audit finds no pretrain leak; the byte streams (not curated) still hold it: the audit
+    names it there, far above the demo's own overlap, and a gate below its share fails the run."""
     from niels_gpt.data.roam import list_roam_paths, split_roam_paths
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
@@ -473,14 +510,14 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
     assert planned_jobs(wf) == {}
 
     result = json.loads((cache / "report" / "leakage.json").read_text())
-    wiki, before = _val(result, "pretrain/wikitext"), _val(baseline, "pretrain/wikitext")
-    top = wiki["top"][0]
-    assert (top["unit"], top["worst_train"]) == (longest, "pretrain/roam") and top["fraction"] > 0.95
-    assert wiki["fraction"]["pretrain/roam"] > 10 * max(before["fraction"]["pretrain/roam"], 1e-3)
-    stream_before = _val(baseline, "streams/wiki")["fraction"]["streams/roam"]
-    assert _val(result, "streams/wiki")["fraction"]["streams/roam"] > 10 * max(stream_before, 1e-3)
+    assert _val(result, "pretrain/wikitext")["fraction"]["pretrain/roam"] == 0
+    roam = json.loads((cache / "pretrain" / "roam" / "meta.json").read_text())["curation"]["splits"]["train"]
+    assert roam["counts"]["near_duplicate"]["units"] >= 1 or roam["counts"]["exact_duplicate"]["units"] >= 1
+    assert json.loads((cache / "report" / "certificate.json").read_text())["holds"]
+    stream, stream_before = _val(result, "streams/wiki"), _val(baseline, "streams/wiki")
+    assert stream["fraction"]["streams/roam"] > 10 * max(stream_before["fraction"]["streams/roam"], 1e-3)
 
-    limit = round(wiki["fraction"]["pretrain/roam"] * 0.9, 4)
+    limit = round(stream["fraction"]["streams/roam"] * 0.9, 4)
     audit = (cache / "report" / "leakage.json").read_bytes()
     proc = snakemake(
         wf, "-j1", "cache/report/leakage.json", extra_config={"leakage": {"max_fraction": limit}}, check=False
@@ -489,7 +526,7 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
     assert (cache / "report" / "leakage.json").read_bytes() == audit  # the gate failed the job: the last audit kept
     log = (cache / "logs" / "report" / "leakage.log").read_text()
     assert "error: leakage gate: " in log and f"leakage.max_fraction = {100 * limit:g}%" in log
-    assert "pretrain/wikitext val in pretrain/roam train" in log and f"document {longest} (" in log
+    assert "streams/wiki val in streams/roam train" in log
 
 
 # A failed rebuild never costs the good cache it replaces (niels_gpt/keep.py, rules/hooks.smk).
