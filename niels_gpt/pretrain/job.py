@@ -27,15 +27,13 @@ from niels_gpt.data.resumable import StreamPosition
 from niels_gpt.layout import FORMAT_VERSION, META, SPLITS
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget, part_record
+from niels_gpt.pretrain.resume import Checkpoint, remove_checkpoint
+from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 
 
 def raw_budget(budget: int | None, margin: float) -> int | None:
     """A budget plus `margin` of it, rounded up (None = unlimited stays unlimited)."""
     return None if budget is None else budget + -(-budget * round(margin * 10**6) // 10**6)
-
-
-from niels_gpt.pretrain.resume import Checkpoint, remove_checkpoint
-from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 
 
 def check_part(source: str, scfg: dict, num_parts: int, part: int | None) -> None:
