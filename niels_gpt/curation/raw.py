@@ -86,11 +86,11 @@ def ordered_splits(raw_dirs: dict[tuple[str, str, str | None], Path], priority: 
     return out
 
 
-def doc_chunks(seq: DiskSequence, eot: int, chunk: int = CHUNK_TOKENS) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def doc_chunks(seq: DiskSequence, eot: int, chunk: int | None = None) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """(offset of the chunk in the split, its ids, start of each document in it) over whole documents:
     a document (its eot included) is never split between chunks; a last document without eot (cut by a
     budget) is one too."""
-    total, lo = len(seq), 0
+    total, lo, chunk = len(seq), 0, chunk or CHUNK_TOKENS
     while lo < total:
         hi = min(lo + chunk, total)
         ids = seq.read(lo, hi)
@@ -109,10 +109,10 @@ def doc_chunks(seq: DiskSequence, eot: int, chunk: int = CHUNK_TOKENS) -> Iterat
 
 
 def unit_chunks(
-    seq: DiskSequence, offsets: np.ndarray, chunk: int = CHUNK_TOKENS
+    seq: DiskSequence, offsets: np.ndarray, chunk: int | None = None
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """The same over SFT examples (`offsets`: each example's start)."""
-    total, k = len(seq), 0
+    total, k, chunk = len(seq), 0, chunk or CHUNK_TOKENS
     bounds = np.append(offsets, total)
     while k < len(offsets):
         lo = int(bounds[k])

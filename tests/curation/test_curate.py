@@ -268,3 +268,22 @@ def test_sft_exact_duplicates_across_sources_and_contaminated_examples_are_remov
     o = summary["caches"]["sft/oasst1"]
     assert sum(c["units"] for s in o.values() for c in s["counts"].values()) >= 2
     assert metas["oasst1"]["splits"]["train"]["num_examples"] == metas["oasst1"]["train_examples"]
+
+
+def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch):
+    from niels_gpt.curation import raw as raw_module
+
+    host = DOCS[1] + " " + DOCS[0]
+    raw = {
+        ("pretrain", "wikitext"): _pretrain(
+            tmp_path, "wikitext", [host, DOCS[2], DOCS[2].lower()], [DOCS[0]], tiny_tokenizer
+        ),
+        ("sft", "primer"): _sft(tmp_path, "primer", [_chat(f"q {i}", DOCS[i][:300]) for i in range(6)], tiny_tokenizer),
+    }
+    files = [decisions_path(tmp_path, "pretrain", "wikitext"), decisions_path(tmp_path, "sft", "primer")]
+    _run(tmp_path, raw, tiny_tokenizer_path)
+    whole = [open(f, "rb").read() for f in files]
+    monkeypatch.setattr(raw_module, "CHUNK_TOKENS", 50)  # every document read across several chunks
+    _run(tmp_path, raw, tiny_tokenizer_path)
+    assert [open(f, "rb").read() for f in files] == whole
+    assert json.loads(whole[0])["splits"]["train"]["counts"]["exact_duplicate"]["units"] == 1
