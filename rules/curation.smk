@@ -41,6 +41,7 @@ rule curate:
         spec=config_spec(*CURATION_KEYS, "sources", "pretrain.num_parts"),  # sources: the final budgets
         folders=sorted(RAW_FOLDERS.values()),
         format_version=CURATION_FORMAT_VERSION,
+    threads: 2
     conda:
         "../environment.yml"
     log:
@@ -49,7 +50,7 @@ rule curate:
         f"{CACHE}/benchmarks/curation/curate.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli curate --raw {params.folders} --tokenizer {input.model}"
-        " --spec {params.spec:q} > {log} 2>&1"
+        " --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
 
 
 rule curate_pretrain:

@@ -19,6 +19,7 @@ from niels_gpt.log import log
 def register(sub) -> None:
     p = sub.add_parser("curate", help="decide the duplicates and contaminated spans of every raw cache")
     p.add_argument("--raw", nargs="+", required=True, help="raw cache folders (cache/curation/raw/...)")
+    p.add_argument("--num-threads", type=int, default=2, help="threads keying documents (result unchanged; default: 2)")
     add_tokenizer_arg(p)
     add_config_args(p)
     p.set_defaults(func=run_curate)
@@ -49,7 +50,11 @@ def run_curate(args) -> int:
 
     cfg = resolve_config(args)
     summary = curate(
-        cfg, cache_dir=cfg["cache_dir"], raw_dirs=args.raw, tokenizer_path=tokenizer_path(args, cfg["cache_dir"])
+        cfg,
+        cache_dir=cfg["cache_dir"],
+        raw_dirs=args.raw,
+        tokenizer_path=tokenizer_path(args, cfg["cache_dir"]),
+        num_threads=args.num_threads,
     )
     for name, splits in summary["caches"].items():
         for split, r in splits.items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ from niels_gpt.curation.words import WordTable
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget
-from niels_gpt.report.ngrams import rolling_hashes, windows_touching
+from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, windows_touching
 
 CURATION_FORMAT_VERSION = 1
 CONTAMINATED = 3
@@ -92,20 +93,28 @@ def _budgets(cfg: dict, s: RawSplit) -> int | None:
     return b
 
 
-def _pretrain_keys(splits, units, table, dcfg, sig_file, log) -> int:
+def _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads: int) -> int:
+    """Key every pretrain document, chunks on `num_threads` threads (numpy releases the GIL), in order."""
     bins = dcfg["bands"] * dcfg["rows"]
     rows = 0
-    for no, s in enumerate(splits):
-        if s.family != "pretrain":
-            continue
-        n_docs = 0
-        for _, ids, starts in doc_chunks(s.sequence(), s.meta["eot_id"]):
-            keys, sig = doc_keys(table, ids, starts, shingle_words=dcfg["shingle_words"], num_bins=bins)
-            sig_file.write(sig.tobytes())
-            units.add(no, n_docs, np.diff(np.append(starts, len(ids))), keys)
-            n_docs += len(starts)
-            rows += len(starts)
-        log(f"{s.name}: {n_docs:,} documents keyed")
+
+    def work(chunk):
+        _, ids, starts = chunk
+        keys, sig = doc_keys(table, ids, starts, shingle_words=dcfg["shingle_words"], num_bins=bins)
+        return np.diff(np.append(starts, len(ids))), keys, sig
+
+    with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+        for no, s in enumerate(splits):
+            if s.family != "pretrain":
+                continue
+            n_docs = 0
+            chunks = doc_chunks(s.sequence(), s.meta["eot_id"])
+            for lengths, keys, sig in _bounded_map(pool, work, chunks, depth=2 * max(1, num_threads)):
+                sig_file.write(sig.tobytes())
+                units.add(no, n_docs, lengths, keys)
+                n_docs += len(lengths)
+                rows += len(lengths)
+            log(f"{s.name}: {n_docs:,} documents keyed")
     return rows
 
 
@@ -177,9 +186,11 @@ def curate(
     cache_dir: str,
     raw_dirs: list[str],
     tokenizer_path: str,
+    num_threads: int = 2,
     log: Callable[[str], object] = log_line,
 ) -> dict:
-    """Decide what every raw cache keeps; write the decisions files and the summary; return the summary."""
+    """Decide what every raw cache keeps; write the decisions files and the summary; return the summary.
+    `num_threads` key the documents (the result does not depend on it)."""
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
     dcfg, xcfg, n = cfg["dedup"], cfg["decontamination"], cfg["leakage"]["n_tokens"]
@@ -205,7 +216,8 @@ def curate(
         tmp.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=tmp, suffix=".sig.tmp") as sig_file:
             if family == "pretrain":
-                rows = _pretrain_keys(splits, units, WordTable.from_tokenizer(tokenizer), dcfg, sig_file, log)
+                table = WordTable.from_tokenizer(tokenizer)
+                rows = _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads)
             else:
                 _sft_keys(splits, units)
                 rows = 0

@@ -27,7 +27,9 @@ from niels_gpt.meta import is_built, read_meta
 from niels_gpt.token_files import TOKEN_DTYPE, DiskSequence, list_shards
 
 RAW_DIR = "curation/raw"
-CHUNK_TOKENS = 1 << 23  # units are read in chunks of ~8 M tokens (16 MB): memory flat in the corpus size
+# Units are read in chunks of ~2 M tokens (4 MB; the keys of one chunk take ~150 MB of temporaries, a few
+# chunks are in flight): memory flat in the corpus size.
+CHUNK_TOKENS = 1 << 21
 
 
 def raw_root(cache_dir: str | os.PathLike) -> str:
