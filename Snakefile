@@ -44,7 +44,7 @@ include: "rules/hooks.smk"
 # Every declared output of every family (not just the meta.json files), and the report.
 ALL_FLAG = f"{CACHE}/{layout.ALL_FLAG}"
 ALL_TARGETS = [TOKENIZER_MODEL, TOKENIZER_META] + PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS
-ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON, CURATION_SUMMARY, CERTIFICATE]
+ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON, CURATION_SUMMARY, CERTIFICATE, CURATION_TABLE]
 
 # Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed
 # rebuild; drop the flag whenever one is missing so the next run rebuilds what is gone.

@@ -25,6 +25,7 @@ RAW_FILES = [
 DECISIONS = [decisions_path(CACHE, f, s, p) for f, s, p in RAW_FOLDERS]
 CURATION_SUMMARY = summary_path(CACHE)
 CERTIFICATE = f"{REPORT_DIR}/certificate.json"
+CURATION_TABLE = f"{REPORT_DIR}/curation_table.html"
 BENCHMARK_FILES = config["decontamination"]["benchmarks"]
 CURATION_KEYS = ("cache_dir", "dedup", "decontamination", "leakage.n_tokens")
 
@@ -143,6 +144,7 @@ rule certificate:
         benchmarks=BENCHMARK_FILES,
     output:
         json=CERTIFICATE,
+        table=report(CURATION_TABLE, caption="report/curation_table.rst", category="Curation"),
     params:
         spec=config_spec(*CURATION_KEYS),
         format_version=CURATION_FORMAT_VERSION,
@@ -154,5 +156,5 @@ rule certificate:
     benchmark:
         f"{CACHE}/benchmarks/report/certificate.tsv"
     shell:
-        "{sys.executable} -m niels_gpt.cache.cli certify --out {output.json} --summary {input.summary}"
-        " --tokenizer {input.model} --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        "{sys.executable} -m niels_gpt.cache.cli certify --out {output.json} --table {output.table}"
+        " --summary {input.summary} --tokenizer {input.model} --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"

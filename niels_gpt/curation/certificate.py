@@ -9,7 +9,8 @@ certified (the leakage audit still reports them).
 
 certificate.json: {"format_version", "n", "holds", "train_splits", "protected": [{"name", "ngrams"}],
 "pairs": [{"protected", "train", "shared_ngrams"}], "curation": the curation summary (what was removed,
-per cache, split and reason)}. A pair with a count above 0 fails the job (CertificateError) naming it.
+per cache, split and reason)}; curation_table.html shows both for `snakemake --report`. A pair with a
+count above 0 fails the job (CertificateError) naming it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from niels_gpt.atomic import atomic_write_json
+from niels_gpt.atomic import atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
 from niels_gpt.curation.curate import CURATION_FORMAT_VERSION
 from niels_gpt.log import log as log_line
@@ -41,6 +42,7 @@ def certify(
     tokenizer_path: str,
     summary_file: str | None,
     out: str,
+    table: str | None = None,
     num_threads: int = 2,
     required: bool = True,
     log: Callable[[str], object] = log_line,
@@ -79,6 +81,8 @@ def certify(
         "curation": json.loads(Path(summary_file).read_text(encoding="utf-8")) if summary_file else None,
     }
     bad = [p for p in pairs if p["shared_ngrams"]]
+    if table and (required is False or not bad):
+        atomic_write_text(table, curation_table(result))
     if bad and not required:
         atomic_write_json(out, result)
         log(f"decontamination.enabled is false: {len(bad)} pair(s) share {n}-grams; the certificate does not hold")
@@ -94,3 +98,39 @@ def certify(
     atomic_write_json(out, result)
     log(f"certificate holds: 0 shared {n}-grams in {len(trains)} train splits against {len(sides)} protected texts")
     return result
+
+
+CSS = (
+    "body{font-family:sans-serif;font-size:13px;margin:1em}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td.t{text-align:left}th{background:#f2f2f2}"
+)
+
+
+def curation_table(result: dict) -> str:
+    """certificate.json for people (self-contained HTML): what curation removed per cache, split and
+    reason, then every (train, protected) pair's shared n-grams."""
+    import html
+
+    rows = []
+    for name, splits in ((result.get("curation") or {}).get("caches") or {}).items():
+        for split, r in splits.items():
+            reasons = sorted(r["counts"].items()) or [("(nothing removed)", {"units": 0, "tokens": 0})]
+            for reason, c in reasons:
+                rows.append(
+                    f"<tr><td class=t>{html.escape(name)}</td><td class=t>{split}</td><td class=t>{reason}</td>"
+                    f"<td>{c['units']:,}</td><td>{c['tokens']:,}</td><td>{r['read_tokens']:,}</td>"
+                    f"<td>{r['kept_tokens']:,}</td><td>{r['shortfall_tokens']:,}</td></tr>"
+                )
+    pairs = "".join(
+        f"<tr><td class=t>{html.escape(p['train'])}</td><td class=t>{html.escape(p['protected'])}</td>"
+        f"<td>{p['shared_ngrams']:,}</td></tr>"
+        for p in result["pairs"]
+    )
+    verdict = "holds" if result["holds"] else "does NOT hold"
+    return (
+        f"<!doctype html><meta charset=utf-8><title>curation</title><style>{CSS}</style>"
+        f"<h2>What curation removed</h2><table><tr><th>cache</th><th>split</th><th>reason</th><th>units</th>"
+        f"<th>tokens</th><th>tokens read</th><th>tokens kept</th><th>shortfall</th></tr>{''.join(rows)}</table>"
+        f"<h2>Certificate: {verdict} ({result['n']}-grams shared after curation)</h2>"
+        f"<table><tr><th>train split</th><th>protected</th><th>shared</th></tr>{pairs}</table>"
+    )

@@ -35,6 +35,7 @@ def register(sub) -> None:
     c = sub.add_parser("certify", help="0 shared n-grams between train splits and val splits / benchmarks")
     c.add_argument("--out", required=True, help="certificate.json to write")
     c.add_argument("--summary", default=None, help="the curation summary to include")
+    c.add_argument("--table", default=None, help="curation_table.html to write (what was removed, the pairs)")
     c.add_argument("--num-threads", type=int, default=2, help="threads scanning train splits (default: 2)")
     add_tokenizer_arg(c)
     add_config_args(c)
@@ -89,6 +90,7 @@ def run_certify(args) -> int:
         tokenizer_path=tokenizer_path(args, cfg["cache_dir"]),
         summary_file=args.summary,
         out=args.out,
+        table=args.table,
         num_threads=args.num_threads,
         required=cfg["decontamination"]["enabled"],
     )

@@ -97,15 +97,20 @@ def test_a_val_text_inside_a_train_document_is_cut_out_and_the_certificate_holds
     assert metas["fineweb_edu"]["train_documents"] == 3  # two pieces + the other document
     counts = metas["fineweb_edu"]["curation"]["splits"]["train"]["counts"]
     assert counts["contamination_cut"]["units"] == 1 and counts["contamination_cut"]["tokens"] > 100
+    summary_file = tmp_path / "curation" / "summary.json"
     result = certify(
         tmp_path,
         n=13,
         benchmarks=[],
         tokenizer_path=tiny_tokenizer_path,
-        summary_file=None,
+        summary_file=str(summary_file),
         out=str(tmp_path / "certificate.json"),
+        table=str(tmp_path / "curation_table.html"),
     )
     assert result["holds"] and {p["shared_ngrams"] for p in result["pairs"]} == {0}
+    assert result["curation"] == summary
+    page = (tmp_path / "curation_table.html").read_text()
+    assert "pretrain/fineweb_edu" in page and "contamination_cut" in page and "Certificate: holds" in page
 
 
 def test_without_decontamination_the_certificate_names_the_pair(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
