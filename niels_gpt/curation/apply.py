@@ -32,7 +32,8 @@ from niels_gpt.token_files import OFFSET_DTYPE, TOKEN_DTYPE, DiskSequence, list_
 
 def _record(decisions: dict, split: str, settings: dict) -> dict:
     d = decisions["splits"].get(split, {})
-    return {k: d.get(k) for k in ("budget", "read_tokens", "kept_tokens", "shortfall_tokens", "counts", "examples")}
+    keys = ("budget", "read_budget", "read_tokens", "kept_tokens", "shortfall_tokens", "counts", "examples")
+    return {k: d.get(k) for k in keys}
 
 
 def _curation_meta(decisions: dict, settings: dict) -> dict:

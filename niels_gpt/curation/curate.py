@@ -11,7 +11,7 @@ Steps (each unit is a pretrain document or an SFT example; raw.py gives the surv
  6. the train budgets, over what is left.
 Output: one decisions file per raw cache (`decisions_path`), read by its apply job, and a summary.
 Decisions file: {"format_version", "family", "source", "part", "splits": {split: {
-    "budget", "read_tokens", "units", "kept_tokens", "shortfall_tokens",
+    "budget", "read_budget", "read_tokens", "units", "kept_tokens", "shortfall_tokens",
     "removed": [[unit, reason], ...], "pieces": {unit: [[start, end], ...]},
     "counts": {reason: {"units", "tokens"}}, "examples": [{"unit", "reason", "kept", "similarity"}]}}}
 Reasons: exact_duplicate, near_duplicate, contamination (a unit dropped whole), contamination_cut (the
@@ -352,6 +352,7 @@ def _split_record(s: RawSplit, lengths: np.ndarray, reasons: dict, pieces: dict,
     margin_used_up = read_budget is not None and read >= read_budget  # the source had more text than was read
     return {
         "budget": s.budget,
+        "read_budget": read_budget,
         "read_tokens": read,
         "units": len(lengths),
         "kept_tokens": final,

@@ -453,12 +453,14 @@ def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_o
         assert [len(m["provenance"]["stream"]["part_data_files"]) for m in part_metas] == [1, 1]  # one file each
         for split in ("train", "val"):
             assert meta[f"{split}_tokens"] == sum(m[f"{split}_tokens"] for m in part_metas) > 0
-        # each part curated back to its budget, or short by the shortfall its meta records (the four sample
-        # books share passages with the two that went to val: their cuts exceed even a 25 % margin)
-        short = [m["curation"]["splits"]["train"]["shortfall_tokens"] for m in part_metas]
-        assert [m["train_tokens"] + s for m, s in zip(part_metas, short)] == [m["max_train_tokens"] for m in part_metas]
-        assert meta["train_tokens"] + sum(short) == SMALL["sources"][source]["max_train_tokens"]
-        assert source == "gutenberg" or sum(short) == 0
+        # each part curated back to its budget exactly, or short by the shortfall its meta records, or its
+        # stream ran out before the margin (gutenberg's one book per part: then train_tokens < the budget)
+        for m in part_metas:
+            rec = m["curation"]["splits"]["train"]
+            exact = m["train_tokens"] + rec["shortfall_tokens"] == m["max_train_tokens"]
+            assert exact or rec["read_tokens"] < rec["read_budget"], rec
+        if source == "fineweb_edu":
+            assert meta["train_tokens"] == SMALL["sources"][source]["max_train_tokens"]
     assert all(status == "ok" for _, status, _ in verify_all(cache)), verify_all(cache)
 
     # gutenberg's part 1 copied over fineweb_edu's (a folder mix-up between sources): the merge refuses it
@@ -519,7 +521,7 @@ def test_roam_edits_rebuild_only_roam_and_curation_removes_a_planted_val_copy(co
     result = json.loads((cache / "report" / "leakage.json").read_text())
     assert _val(result, "pretrain/wikitext")["fraction"]["pretrain/roam"] == 0
     roam = json.loads((cache / "pretrain" / "roam" / "meta.json").read_text())["curation"]["splits"]["train"]
-    assert roam["counts"]["near_duplicate"]["units"] >= 1 or roam["counts"]["exact_duplicate"]["units"] >= 1
+    assert sum(roam["counts"].get(r, {}).get("units", 0) for r in ("exact_duplicate", "near_duplicate")) == 1
     assert json.loads((cache / "report" / "certificate.json").read_text())["holds"]
     stream, stream_before = _val(result, "streams/wiki"), _val(baseline, "streams/wiki")
     assert stream["fraction"]["streams/roam"] > 10 * max(stream_before["fraction"]["streams/roam"], 1e-3)
