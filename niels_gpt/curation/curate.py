@@ -258,9 +258,9 @@ def curate(
         for no in range(len(splits)):
             if splits[no].family == family:
                 lengths[no] = units.length[units.split == no]
-        found = [v for no, d in reason_of.items() if splits[no].family == family for v in d.values()]
+        decided = [v for no, d in reason_of.items() if splits[no].family == family for v in d.values()]
         kinds = (EXACT, NEAR) if family == "pretrain" else (EXACT,)
-        log(f"{family}: {len(units.keys):,} units; " + ", ".join(f"{REASONS[r]} {found.count(r):,}" for r in kinds))
+        log(f"{family}: {len(units.keys):,} units; " + ", ".join(f"{REASONS[r]} {decided.count(r):,}" for r in kinds))
     # 3-5: protected n-grams, train scans
     pieces: dict[int, dict[int, list]] = {no: {} for no in range(len(splits))}
     if xcfg["enabled"]:
