@@ -36,6 +36,16 @@ def _record(decisions: dict, split: str, settings: dict) -> dict:
     return {k: d.get(k) for k in keys}
 
 
+def cut_pieces(d: dict) -> dict[int, list[tuple[int, int]]]:
+    """{unit: [(start, end), ...]} of a split's decisions (its flat `pieces` lists)."""
+    p, out, at = d["pieces"], {}, 0
+    for u, count in zip(p["units"], p["counts"]):
+        b = p["bounds"][at : at + 2 * count]
+        out[u] = list(zip(b[0::2], b[1::2]))
+        at += 2 * count
+    return out
+
+
 def _curation_meta(decisions: dict, settings: dict) -> dict:
     return {"splits": {split: _record(decisions, split, settings) for split in SPLITS}, "settings": settings}
 
@@ -74,8 +84,7 @@ class _Counter:
 
 def _write_pretrain_split(raw_dir: Path, split: str, d: dict, writer: ShardWriter, eot: int) -> int:
     """Write the kept documents of one split; returns the documents written."""
-    removed = {u for u, _ in d.get("removed", [])}
-    pieces = {int(u): p for u, p in d.get("pieces", {}).items()}
+    removed, pieces = set(d["removed"]["units"]), cut_pieces(d)
     special = sorted(removed | set(pieces))
     out, first = _Counter(writer, eot), 0
     eot_arr = np.array([eot], dtype=TOKEN_DTYPE)
@@ -152,7 +161,7 @@ def apply_sft(raw_dir, out_dir, decisions_file, *, settings: dict) -> dict:
             offsets = np.load(raw_dir / layout.sft_offsets_name(split), allow_pickle=False)
             bounds = np.append(offsets, len(tokens))
             keep = np.ones(len(offsets), dtype=bool)
-            keep[[u for u, _ in d["removed"]]] = False
+            keep[d["removed"]["units"]] = False
             lengths = np.diff(bounds)[keep]
             kept_tokens = tokens[np.repeat(keep, np.diff(bounds))]
             new_offsets = (np.cumsum(lengths) - lengths).astype(OFFSET_DTYPE)

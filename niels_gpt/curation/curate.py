@@ -12,7 +12,8 @@ Steps (each unit is a pretrain document or an SFT example; raw.py gives the surv
 Output: one decisions file per raw cache (`decisions_path`), read by its apply job, and a summary.
 Decisions file: {"format_version", "family", "source", "part", "splits": {split: {
     "budget", "read_budget", "read_tokens", "units", "kept_tokens", "shortfall_tokens",
-    "removed": [[unit, reason], ...], "pieces": {unit: [[start, end], ...]},
+    "removed": {"units": [...], "reasons": [...]},                  (parallel lists, units ascending)
+    "pieces": {"units": [...], "counts": [...], "bounds": [start, end, start, end, ...]},
     "counts": {reason: {"units", "tokens"}}, "examples": [{"unit", "reason", "kept", "similarity"}]}}}
 Reasons: exact_duplicate, near_duplicate, contamination (a unit dropped whole), contamination_cut (the
 tokens cut from documents that stay in pieces), over_budget (read past the budget, not needed).
@@ -20,6 +21,7 @@ tokens cut from documents that stay in pieces), over_budget (read past the budge
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -29,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from niels_gpt import layout
-from niels_gpt.atomic import atomic_write_json
+from niels_gpt.atomic import atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
 from niels_gpt.curation.decontaminate import CONTAMINATION, covered, kept_pieces, protected_index, special_table
 from niels_gpt.curation.dedup import EXACT, KEEP, NEAR, REASONS, deduplicate, doc_keys, exact_duplicates, token_keys
@@ -158,24 +160,30 @@ def _benchmark_hashes(paths: list[str], tokenizer, n: int, specials, log) -> lis
     return out
 
 
-def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece) -> dict:
-    """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole)."""
+def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
+    """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
+    Chunks are scanned on the `pool`'s threads (numpy releases the GIL), results taken in order."""
     cuts = {}
     offsets = s.unit_starts()
     chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
-    first = 0
-    for _, ids, starts in chunks:
+
+    def work(chunk):
+        _, ids, starts = chunk
         mask = covered(ids, index, n, specials)
-        if mask.any():
-            ends = np.append(starts[1:], len(ids))
-            for k in np.flatnonzero(np.add.reduceat(mask, starts) > 0).tolist():
-                u = first + k
-                if u in removed:
-                    continue
-                a, b = int(starts[k]), int(ends[k])
-                if s.family == "pretrain" and ids[b - 1] == s.meta["eot_id"]:
-                    b -= 1  # the pieces are text; each gets its own eot
-                cuts[u] = kept_pieces(mask[a:b], min_piece) if s.family == "pretrain" else []
+        hit = np.flatnonzero(np.add.reduceat(mask, starts) > 0) if mask.any() else np.zeros(0, dtype=np.int64)
+        return ids, starts, mask, hit
+
+    first = 0
+    for ids, starts, mask, hit in _bounded_map(pool, work, chunks, depth=depth):
+        ends = np.append(starts[1:], len(ids))
+        for k in hit.tolist():
+            u = first + k
+            if u in removed:
+                continue
+            a, b = int(starts[k]), int(ends[k])
+            if s.family == "pretrain" and ids[b - 1] == s.meta["eot_id"]:
+                b -= 1  # the pieces are text; each gets its own eot
+            cuts[u] = kept_pieces(mask[a:b], min_piece) if s.family == "pretrain" else []
         first += len(starts)
     return cuts
 
@@ -271,17 +279,20 @@ def curate(
         index = protected_index(hashes)
         del hashes
         log(f"{len(index):,} protected {n}-grams (val splits + {len(xcfg['benchmarks'])} benchmark files)")
-        for no, s in enumerate(splits):
-            if s.split != "train":
-                continue
-            cuts = _decontaminate(s, reason_of[no], index, n, specials, xcfg["min_piece_tokens"])
-            for u, kept in cuts.items():
-                if kept:
-                    pieces[no][u] = kept
-                else:
-                    reason_of[no][u] = CONTAMINATED
-            whole = sum(not k for k in cuts.values())
-            log(f"{s.name}: {len(cuts):,} units hold protected {n}-grams ({whole:,} dropped whole)")
+        with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+            for no, s in enumerate(splits):
+                if s.split != "train":
+                    continue
+                cuts = _decontaminate(
+                    s, reason_of[no], index, n, specials, xcfg["min_piece_tokens"], pool, 2 * max(1, num_threads)
+                )
+                for u, kept in cuts.items():
+                    if kept:
+                        pieces[no][u] = kept
+                    else:
+                        reason_of[no][u] = CONTAMINATED
+                whole = sum(not k for k in cuts.values())
+                log(f"{s.name}: {len(cuts):,} units hold protected {n}-grams ({whole:,} dropped whole)")
     # 6: budgets, counts, files
     files = {}
     for no, s in enumerate(splits):
@@ -300,7 +311,7 @@ def curate(
             "part": part,
             "splits": by_split,
         }
-        atomic_write_json(decisions_path(cache_dir, family, source, part), doc)
+        _write_decisions(decisions_path(cache_dir, family, source, part), doc)
         name = f"{family}/{source}" + (f"/{part}" if part else "")
         summary["caches"][name] = {
             sp: {k: r[k] for k in ("read_tokens", "kept_tokens", "shortfall_tokens", "counts")}
@@ -315,9 +326,14 @@ def curate(
                 "part": part,
                 "splits": {},
             }
-            atomic_write_json(decisions_path(cache_dir, family, source, part), doc)
+            _write_decisions(decisions_path(cache_dir, family, source, part), doc)
     atomic_write_json(summary_path(cache_dir), summary)
     return summary
+
+
+def _write_decisions(path: str, doc: dict) -> None:
+    """Compact canonical JSON (sorted keys, no spaces): a decisions file can list millions of numbers."""
+    atomic_write_text(path, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
 
 
 def _split_record(s: RawSplit, lengths: np.ndarray, reasons: dict, pieces: dict, examples: list) -> dict:
@@ -341,7 +357,8 @@ def _split_record(s: RawSplit, lengths: np.ndarray, reasons: dict, pieces: dict,
     final = total if s.budget is None else min(total, s.budget)
     if total > final:
         count("over_budget", 0, total - final)
-    removed = sorted([u, REASONS[r]] for u, r in reasons.items())
+    units = sorted(reasons)
+    cut = sorted(pieces)
     read = int(lengths.sum())
     read_budget = s.meta.get(f"max_{s.split}_tokens") if s.family == "pretrain" else None
     margin_used_up = read_budget is not None and read >= read_budget  # the source had more text than was read
@@ -352,8 +369,12 @@ def _split_record(s: RawSplit, lengths: np.ndarray, reasons: dict, pieces: dict,
         "units": len(lengths),
         "kept_tokens": final,
         "shortfall_tokens": max(0, s.budget - final) if s.budget is not None and margin_used_up else 0,
-        "removed": removed,
-        "pieces": {str(u): kept for u, kept in sorted(pieces.items())},
+        "removed": {"units": units, "reasons": [REASONS[reasons[u]] for u in units]},
+        "pieces": {
+            "units": cut,
+            "counts": [len(pieces[u]) for u in cut],
+            "bounds": [x for u in cut for a, b in pieces[u] for x in (a, b)],
+        },
         "counts": dict(sorted(counts.items())),
         "examples": examples,
     }
