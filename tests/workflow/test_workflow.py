@@ -340,7 +340,8 @@ def test_deleted_artifact_is_rebuilt_by_cache_all(copy_of_built):
     victim = copy_of_built / "cache" / "sft" / "dolly15k" / "val_idx.npy"
     want = victim.read_bytes()
     victim.unlink()
-    assert planned_jobs(copy_of_built) == {"sft": 1, **READS_SFT}
+    readers = {"certificate": 1, "report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+    assert planned_jobs(copy_of_built) == {"curate_sft": 1, **readers}  # only its apply job: curation is not redone
     snakemake(copy_of_built, "-j2", "cache/all")
     assert victim.read_bytes() == want
 
@@ -355,9 +356,10 @@ def test_report_html_is_produced_offline_right_after_cache_all(copy_of_built):
         if name.endswith(".svg"):
             root = ET.parse(copy_of_built / "cache" / "report" / name).getroot()
             assert root.tag == "{http://www.w3.org/2000/svg}svg", name
-    for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage"):
+    assert "Adding curation_table.html " in proc.stderr + proc.stdout
+    for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage", "Curation"):
         assert f'"{category}"' in page
-    assert page.count('"caption": "<p>') == len(figures)  # every figure with its rules/report/*.rst caption
+    assert page.count('"caption": "<p>') == len(figures) + 1  # every figure (and the curation table) captioned
     assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
 
 
@@ -393,7 +395,9 @@ def dry_run_jobs(out: str) -> dict[str, int]:
 
 def test_one_target_plans_only_what_it_needs(tmp_path):
     fresh = make_workdir(tmp_path / "fresh")
-    assert dry_run_jobs(snakemake(fresh, "-n", "cache/sft/primer/meta.json").stdout) == {"tokenizer": 1, "sft": 1}
+    jobs = dry_run_jobs(snakemake(fresh, "-n", "cache/sft/primer/meta.json").stdout)
+    # a curated cache needs the global decision, so every raw build (curation compares all sources); no report
+    assert jobs == {"tokenizer": 1, "pretrain": 4, "sft": 3, "curate": 1, "curate_sft": 1}
 
 
 def test_config_typo_stops_before_anything_runs(tmp_path):
@@ -620,7 +624,8 @@ def test_a_build_prints_its_jobs_and_one_result_line_each_not_their_settings(cop
     proc = snakemake(copy_of_built, "-j2", "cache/all")
     out = proc.stdout + proc.stderr
     assert "niels_gpt: built" in out
-    assert re.search(r"^  sft \(source=primer\): train \d+ examples, val \d+ examples; train [\d,]+ tokens", out, re.M)
+    line = r"^  curate_sft \(source=primer\): train \d+ examples, val \d+ examples; train [\d,]+ tokens"
+    assert re.search(line, out, re.M)
     assert '"seed"' not in out and max(len(line) for line in out.splitlines()) < 200  # the settings stay in the logs
 
 
