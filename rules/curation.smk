@@ -6,7 +6,7 @@
 # curate reads every raw cache, the val splits and decontamination.benchmarks; each apply job reads its raw
 # cache and its own decisions file, so pretrain_merge, the report and training read curated caches unchanged.
 
-from niels_gpt.curation.curate import CURATION_FORMAT_VERSION, decisions_path, summary_path
+from niels_gpt.curation.curate import CURATION_FORMAT_VERSION, decisions_path, summary_path, waived_path
 
 RAW_FOLDERS = {  # (family, source, part) -> raw cache folder, every one the builds write
     **{("pretrain", s, None): layout.pretrain_dir(f"{CACHE}/{RAW_DIR}", s) for s in WHOLE_SOURCES},
@@ -24,6 +24,7 @@ RAW_FILES = [
 ]
 DECISIONS = [decisions_path(CACHE, f, s, p) for f, s, p in RAW_FOLDERS]
 CURATION_SUMMARY = summary_path(CACHE)
+WAIVED_NGRAMS = waived_path(CACHE)
 CERTIFICATE = f"{REPORT_DIR}/certificate.json"
 CURATION_TABLE = f"{REPORT_DIR}/curation_table.html"
 BENCHMARK_FILES = config["decontamination"]["benchmarks"]
@@ -37,6 +38,7 @@ rule curate:
         benchmarks=BENCHMARK_FILES,
     output:
         decisions=DECISIONS,
+        waived=WAIVED_NGRAMS,
         summary=CURATION_SUMMARY,
     params:
         spec=config_spec(*CURATION_KEYS, "sources", "pretrain.num_parts"),  # sources: the final budgets
@@ -141,6 +143,7 @@ rule certificate:
         model=TOKENIZER_MODEL,
         caches=PRETRAIN_TARGETS + SFT_TARGETS,
         summary=CURATION_SUMMARY,
+        waived=WAIVED_NGRAMS,
         benchmarks=BENCHMARK_FILES,
     output:
         json=CERTIFICATE,
@@ -157,4 +160,5 @@ rule certificate:
         f"{CACHE}/benchmarks/report/certificate.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli certify --out {output.json} --table {output.table}"
-        " --summary {input.summary} --tokenizer {input.model} --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        " --summary {input.summary} --waived {input.waived} --tokenizer {input.model} --num-threads {threads}"
+        " --spec {params.spec:q} > {log} 2>&1"

@@ -2,10 +2,10 @@
 
 Protected sides: every val split of every pretrain and SFT cache (the audit's val n-grams: inside one
 unit, no special id; report/leakage.py) and every file of `decontamination.benchmarks` (tokenized with the
-project tokenizer). Every train split of the token space is scanned once against them all
-(report/ngrams.py). For each (protected, train) pair the number of distinct protected n-grams the train
-split holds; the certificate holds when every count is 0. The byte streams are not curated and not
-certified (the leakage audit still reports them).
+project tokenizer), less the n-grams curation waived as boilerplate (curation/waived_ngrams.npy). Every
+train split of the token space is scanned once against them all (report/ngrams.py). For each (protected,
+train) pair the number of distinct protected n-grams the train split holds; the certificate holds when
+every count is 0. The byte streams are not curated and not certified (the leakage audit still reports them).
 
 certificate.json: {"format_version", "n", "holds", "train_splits", "protected": [{"name", "ngrams"}],
 "pairs": [{"protected", "train", "shared_ngrams"}], "curation": the curation summary (what was removed,
@@ -45,6 +45,7 @@ def certify(
     table: str | None = None,
     num_threads: int = 2,
     required: bool = True,
+    waived_file: str | None = None,
     log: Callable[[str], object] = log_line,
 ) -> dict:
     """Scan, write `out` and return the result; with `required` (decontamination.enabled), a shared
@@ -59,6 +60,9 @@ def certify(
         ids = tokenizer.encode_batch_arrays(benchmark_texts(path), num_threads=num_threads)
         h = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
         sides.append((f"benchmark {path}", np.unique(np.concatenate([np.zeros(0, np.uint64), *h]))))
+    if waived_file:  # the boilerplate curation did not protect (decontamination.max_ngram_units)
+        waived = np.load(waived_file, allow_pickle=False)
+        sides = [(name, h[~np.isin(h, waived)]) for name, h in sides]
     index, inverse = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64)] + [h for _, h in sides]))
     key_of, lo = [], 0
     for _, h in sides:
@@ -127,10 +131,12 @@ def curation_table(result: dict) -> str:
         for p in result["pairs"]
     )
     verdict = "holds" if result["holds"] else "does NOT hold"
+    waived = (result.get("curation") or {}).get("waived_ngrams", 0)
     return (
         f"<!doctype html><meta charset=utf-8><title>curation</title><style>{CSS}</style>"
         f"<h2>What curation removed</h2><table><tr><th>cache</th><th>split</th><th>reason</th><th>units</th>"
         f"<th>tokens</th><th>tokens read</th><th>tokens kept</th><th>shortfall</th></tr>{''.join(rows)}</table>"
+        f"<p>{waived:,} protected {result['n']}-grams waived as boilerplate (decontamination.max_ngram_units)</p>"
         f"<h2>Certificate: {verdict} ({result['n']}-grams shared after curation)</h2>"
         f"<table><tr><th>train split</th><th>protected</th><th>shared</th></tr>{pairs}</table>"
     )

@@ -36,6 +36,7 @@ def register(sub) -> None:
     c.add_argument("--out", required=True, help="certificate.json to write")
     c.add_argument("--summary", default=None, help="the curation summary to include")
     c.add_argument("--table", default=None, help="curation_table.html to write (what was removed, the pairs)")
+    c.add_argument("--waived", default=None, help="waived_ngrams.npy: boilerplate n-grams curation did not protect")
     c.add_argument("--num-threads", type=int, default=2, help="threads scanning train splits (default: 2)")
     add_tokenizer_arg(c)
     add_config_args(c)
@@ -93,5 +94,6 @@ def run_certify(args) -> int:
         table=args.table,
         num_threads=args.num_threads,
         required=cfg["decontamination"]["enabled"],
+        waived_file=args.waived,
     )
     return 0

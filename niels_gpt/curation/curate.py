@@ -5,7 +5,9 @@ Steps (each unit is a pretrain document or an SFT example; raw.py gives the surv
     to a temporary file, only keys and lengths stay in memory), SFT examples an exact key of their ids;
  2. duplicates (dedup.deduplicate), per family over all its splits, in the survival order;
  3. the val splits' budgets: the kept val documents, in order, up to the split's budget;
- 4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized;
+ 4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized; an
+    n-gram held by more than `decontamination.max_ngram_units` distinct units (val, benchmark and train
+    units together) is boilerplate ("Let me know if you have any other questions."), waived, not protected;
  5. every train unit scanned against them: a pretrain document loses the covered spans (decontaminate.py),
     an SFT example that holds one is removed;
  6. the train budgets, over what is left.
@@ -31,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from niels_gpt import layout
-from niels_gpt.atomic import atomic_write_json, atomic_write_text
+from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
 from niels_gpt.curation.decontaminate import CONTAMINATION, covered, kept_pieces, protected_index, special_table
 from niels_gpt.curation.dedup import EXACT, KEEP, NEAR, REASONS, deduplicate, doc_keys, exact_duplicates, token_keys
@@ -58,6 +60,11 @@ def decisions_path(cache_dir, family: str, source: str, part: str | None = None)
 
 def summary_path(cache_dir) -> str:
     return f"{cache_dir}/curation/summary.json"
+
+
+def waived_path(cache_dir) -> str:
+    """The protected n-gram hashes waived as boilerplate (sorted uint64, .npy): the certificate skips them."""
+    return f"{cache_dir}/curation/waived_ngrams.npy"
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
@@ -130,8 +137,11 @@ def _sft_keys(splits, units) -> None:
             n += len(starts)
 
 
-def _val_hashes(s: RawSplit, removed_units: set, budget: int | None, n: int, specials: np.ndarray) -> np.ndarray:
-    """The n-grams of what stays of a val split: kept units, up to its budget; none holding a special."""
+def _val_hashes(
+    s: RawSplit, removed_units: set, budget: int | None, n: int, specials: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, unit of each) of the n-grams of what stays of a val split: kept units, up to its budget;
+    none holding a special."""
     seq = s.sequence()
     data = seq.read(0, len(seq))
     offsets = s.unit_starts()
@@ -146,18 +156,63 @@ def _val_hashes(s: RawSplit, removed_units: set, budget: int | None, n: int, spe
     if budget is not None and len(kept_positions) > budget:
         gone[kept_positions[budget] :] = True
     h = rolling_hashes(data, n)
-    return h[~windows_touching(specials[data] | gone, n)] if len(h) else h
+    if not len(h):
+        return h, np.zeros(0, dtype=np.int64)
+    valid = np.flatnonzero(~windows_touching(specials[data] | gone, n))
+    return h[valid], np.searchsorted(offsets, valid, side="right") - 1
 
 
-def _benchmark_hashes(paths: list[str], tokenizer, n: int, specials, log) -> list[np.ndarray]:
+def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(hashes, text of each) per benchmark file."""
     out = []
     for path in paths:
         texts = benchmark_texts(path)
         ids = tokenizer.encode_batch_arrays(texts, num_threads=2)
         hashes = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
-        out += hashes
-        log(f"benchmark {path}: {len(texts):,} texts, {sum(len(h) for h in hashes):,} {n}-grams protected")
+        text_of = np.concatenate([np.zeros(0, np.int64)] + [np.full(len(h), i) for i, h in enumerate(hashes)])
+        out.append((np.concatenate([np.zeros(0, np.uint64), *hashes]), text_of))
+        log(f"benchmark {path}: {len(texts):,} texts, {len(text_of):,} {n}-grams protected")
     return out
+
+
+def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The key of every distinct (key, unit) pair."""
+    if not len(keys):
+        return keys
+    pairs = np.unique(np.stack([keys, units], axis=1), axis=0)
+    return pairs[:, 0]
+
+
+def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:
+    """Per key of `index`: how many units of this train split hold it."""
+    offsets = s.unit_starts()
+    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+
+    def work(chunk):
+        _, ids, starts = chunk
+        h = rolling_hashes(ids, n)
+        if not len(h):
+            return np.zeros(0, np.int64)
+        pos = np.flatnonzero(index.contains(h) & ~windows_touching(specials[ids], n))
+        keys = np.searchsorted(index.keys, h[pos])
+        return _distinct_units(keys, np.searchsorted(starts, pos, side="right") - 1)
+
+    counts = np.zeros(len(index), dtype=np.int64)
+    for keys in _bounded_map(pool, work, chunks, depth=depth):
+        counts += np.bincount(keys, minlength=len(index))
+    return counts
+
+
+def _boilerplate(index, sides, train_counts, limit: int | None) -> np.ndarray:
+    """The protected keys held by more than `limit` distinct units (val units, benchmark texts and train
+    units together): boilerplate, not evaluation text; none when `limit` is None."""
+    if limit is None or not len(index):
+        return np.zeros(0, dtype=np.uint64)
+    counts = train_counts.copy()
+    for h, units in sides:
+        keys = np.searchsorted(index.keys, h)
+        counts += np.bincount(_distinct_units(keys, units), minlength=len(index))
+    return index.keys[counts > limit]
 
 
 def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
@@ -271,14 +326,32 @@ def curate(
         log(f"{family}: {len(units.keys):,} units; " + ", ".join(f"{REASONS[r]} {decided.count(r):,}" for r in kinds))
     # 3-5: protected n-grams, train scans
     pieces: dict[int, dict[int, list]] = {no: {} for no in range(len(splits))}
+    waived = np.zeros(0, dtype=np.uint64)
     if xcfg["enabled"]:
-        hashes = [
+        sides = [
             _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
         ]
-        hashes += _benchmark_hashes(xcfg["benchmarks"], tokenizer, n, specials, log)
-        index = protected_index(hashes)
-        del hashes
-        log(f"{len(index):,} protected {n}-grams (val splits + {len(xcfg['benchmarks'])} benchmark files)")
+        sides += _benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
+        index = protected_index([h for h, _ in sides])
+        limit = xcfg["max_ngram_units"]
+        if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
+            with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+                train_counts = sum(
+                    (
+                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads))
+                        for s in splits
+                        if s.split == "train"
+                    ),
+                    np.zeros(len(index), dtype=np.int64),
+                )
+            waived = _boilerplate(index, sides, train_counts, limit)
+            if len(waived):
+                index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
+        del sides
+        log(
+            f"{len(index):,} protected {n}-grams (val splits + {len(xcfg['benchmarks'])} benchmark files); "
+            f"{len(waived):,} waived as boilerplate (in more than {limit} units)"
+        )
         with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
             for no, s in enumerate(splits):
                 if s.split != "train":
@@ -327,6 +400,9 @@ def curate(
                 "splits": {},
             }
             _write_decisions(decisions_path(cache_dir, family, source, part), doc)
+    summary["waived_ngrams"] = len(waived)
+    with atomic_open(waived_path(cache_dir), "wb") as f:
+        np.save(f, np.sort(waived).astype("<u8"), allow_pickle=False)
     atomic_write_json(summary_path(cache_dir), summary)
     return summary
 

@@ -292,3 +292,34 @@ def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tin
     _run(tmp_path, raw, tiny_tokenizer_path)
     assert [open(f, "rb").read() for f in files] == whole
     assert json.loads(whole[0])["splits"]["train"]["counts"]["exact_duplicate"]["units"] == 1
+
+
+def test_max_ngram_units_waives_boilerplate_shared_by_many_units(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    phrase = "let me know if you would like another example of this kind of thing today"
+    train = [f"{DOCS[i]} {phrase}" for i in range(1, 12)]  # the phrase in 11 train documents and 1 val document
+    raw = {("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", train, [DOCS[0] + " " + phrase], tiny_tokenizer)}
+    waived = tmp_path / "curation" / "waived_ngrams.npy"
+
+    def run(limit):
+        _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"max_ngram_units": limit})
+        cert = certify(
+            tmp_path,
+            n=13,
+            benchmarks=[],
+            tokenizer_path=tiny_tokenizer_path,
+            summary_file=None,
+            out=str(tmp_path / "c.json"),
+            waived_file=str(waived),
+        )
+        return summary, metas["wikitext"]["curation"]["splits"]["train"]["counts"], cert
+
+    summary, counts, cert = run(10)  # 12 units hold the phrase's n-grams: boilerplate, not protected
+    assert summary["waived_ngrams"] > 0 and cert["holds"]
+    # at most a chance 13-gram across a document's last letters and the phrase (shared by 2 units) is cut
+    assert counts.get("contamination_cut", {"tokens": 0})["tokens"] <= 13
+    assert _shares(tiny_tokenizer, phrase, _ids(tmp_path, "wikitext"))
+    summary, counts, cert = run(None)  # every n-gram protected: the phrase is cut from all 11
+    assert summary["waived_ngrams"] == 0 and counts["contamination_cut"]["units"] == 11 and cert["holds"]
+    assert not _shares(tiny_tokenizer, phrase, _ids(tmp_path, "wikitext"))
+    summary, counts, _ = run(12)  # held by exactly 12 units: not more than 12, still protected
+    assert summary["waived_ngrams"] == 0 and counts["contamination_cut"]["units"] == 11
