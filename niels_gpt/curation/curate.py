@@ -178,9 +178,9 @@ def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np
 def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
     """The key of every distinct (key, unit) pair."""
     if not len(keys):
-        return keys
-    pairs = np.unique(np.stack([keys, units], axis=1), axis=0)
-    return pairs[:, 0]
+        return np.zeros(0, dtype=np.int64)
+    width = int(units.max()) + 1  # one int64 per pair: a 1-D unique, far faster than unique rows
+    return np.unique(keys.astype(np.int64) * width + units) // width
 
 
 def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:
