@@ -193,9 +193,9 @@ def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.
         h = rolling_hashes(ids, n)
         if not len(h):
             return np.zeros(0, np.int64)
-        pos = np.flatnonzero(index.contains(h) & ~windows_touching(specials[ids], n))
-        keys = np.searchsorted(index.keys, h[pos])
-        return _distinct_units(keys, np.searchsorted(starts, pos, side="right") - 1)
+        key = index.key_ids(h)
+        pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
+        return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1)
 
     counts = np.zeros(len(index), dtype=np.int64)
     for keys in _bounded_map(pool, work, chunks, depth=depth):
