@@ -15,6 +15,9 @@
 #   {cache}/sft/{source}/{train,val}_tokens.bin, _idx.npy, meta.json     rules/sft.smk
 #   {cache}/streams/{source}_{train,val}.bin, .meta.json          rules/streams.smk
 #   {cache}/report/*.svg, leakage_table.html, leakage.json        rules/report.smk (figures, leakage audit)
+#   {cache}/curation/raw/{pretrain,sft}/{source}/...              the builds' raw caches (rules/curation.smk
+#   {cache}/curation/decisions/..., summary.json                   curates them into pretrain/ and sft/)
+#   {cache}/report/certificate.json                               0 shared n-grams after curation
 #   {cache}/.previous/                                           during a run: the outputs being rebuilt (rules/hooks.smk)
 #   {cache}/all                                                   flag: everything above is built
 #   {cache}/logs/..., {cache}/benchmarks/...                      one log / timing per job
@@ -36,13 +39,14 @@ include: "rules/pretrain.smk"
 include: "rules/sft.smk"
 include: "rules/streams.smk"
 include: "rules/report.smk"
+include: "rules/curation.smk"
 include: "rules/hooks.smk"
 
 
 # Every declared output of every family (not just the meta.json files), and the report.
 ALL_FLAG = f"{CACHE}/{layout.ALL_FLAG}"
 ALL_TARGETS = [TOKENIZER_MODEL, TOKENIZER_META] + PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS
-ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON]
+ALL_TARGETS += list(FIGURE.values()) + [LEAKAGE_JSON, CURATION_SUMMARY, CERTIFICATE, CURATION_TABLE]
 
 # Snakemake does not look behind an existing flag for artifacts deleted by hand or by a failed
 # rebuild; drop the flag whenever one is missing so the next run rebuilds what is gone.

@@ -80,9 +80,11 @@ STREAM_META_SUFFIX = ".meta.json"
 
 # Bump when a builder writes different bytes for the same inputs: the rules pass these as params, so
 # users' caches rebuild on purpose when the code changes their bytes, not on every checkout.
-# 5: a parted source's meta.json is a manifest of its parts' shards (no train/ val/ of its own); the parts'
-#    shards rotate at pretrain.shard_bytes. 4: a single stream's split rule draws from numpy.random.default_rng
+# 5: pretrain and SFT caches are curated copies of raw builds (niels_gpt/curation); a parted source's meta.json
+#    is a manifest of its parts' shards (no train/ val/ of its own), the curated parts' shards rotating at
+#    pretrain.shard_bytes. 4: a single stream's split rule draws from numpy.random.default_rng
 FORMAT_VERSION = 5
+TOKENIZER_FORMAT_VERSION = 4  # the tokenizer's bytes did not change with format 5
 STREAM_FORMAT_VERSION = 3
 REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
 

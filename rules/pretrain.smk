@@ -1,16 +1,22 @@
 # Pretrain token caches: uint16 shards written streaming, documents separated by eot, exact budgets.
 # The shard count is known only after the build, so the split folders are directory() outputs
 # (Snakemake clears them before a rerun: no stale shards) and meta.json, written last, lists them.
+# `pretrain` and `pretrain_part` write the raw cache (cache/curation/raw/pretrain/..., dedup.read_margin past
+# the budgets); rules/curation.smk's curate + apply jobs write the curated copy to cache/pretrain/{source}/.
 # With pretrain.num_parts > 1 the enabled streamed sources (PARTED_SOURCES) are built by pretrain_part
-# (one job per part, cache/pretrain/{source}/parts/part_NNN/: a complete cache each) and pretrain_merge, which
-# writes only cache/pretrain/{source}/meta.json: a manifest listing the parts' shards (niels_gpt/pretrain/parts.py).
-# The parts' outputs are the merge's inputs, so a part rebuilt makes the merge run again.
+# (one job per part, raw; curate_pretrain_part writes its curated copy, cache/pretrain/{source}/parts/part_NNN/:
+# a complete cache each) and pretrain_merge, which writes only cache/pretrain/{source}/meta.json: a manifest
+# listing the parts' shards (niels_gpt/pretrain/parts.py). The parts' outputs are the merge's inputs, so a part
+# rebuilt makes the merge run again.
 
 from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES, source_input_files
+from niels_gpt.curation.raw import RAW_DIR
 from niels_gpt.layout import FORMAT_VERSION
 
 PRETRAIN_DIR = layout.pretrain_dir(CACHE, "{source}")  # the rules name their files with layout's names
 PART_DIR = f"{PRETRAIN_DIR}/{layout.PARTS_DIR}/{{part}}"
+RAW_PRETRAIN_DIR = layout.pretrain_dir(f"{CACHE}/{RAW_DIR}", "{source}")  # the builds' raw caches
+RAW_PART_DIR = f"{RAW_PRETRAIN_DIR}/{layout.PARTS_DIR}/{{part}}"
 # Scale-out (pretrain.num_parts > 1): the enabled streamed sources build as part jobs + one merge;
 # every other pretrain source (wikitext, roam, a disabled one) stays one `pretrain` job. Decided here,
 # at parse time, so every output has exactly one producing rule.
@@ -33,13 +39,14 @@ rule pretrain:
         model=TOKENIZER_MODEL,
         files=source_inputs(source_input_files),
     output:
-        train=directory(f"{PRETRAIN_DIR}/train"),
-        val=directory(f"{PRETRAIN_DIR}/val"),
-        meta=f"{PRETRAIN_DIR}/{layout.META}",
+        train=directory(f"{RAW_PRETRAIN_DIR}/train"),
+        val=directory(f"{RAW_PRETRAIN_DIR}/val"),
+        meta=f"{RAW_PRETRAIN_DIR}/{layout.META}",
     wildcard_constraints:
         source="|".join(WHOLE_SOURCES),
     params:
         spec=source_spec("seed", "demo", "pretrain.shard_bytes"),
+        read_margin=config["dedup"]["read_margin"],
         format_version=FORMAT_VERSION,
         unnameable=source_unnameable(source_input_files),
     threads: 2
@@ -51,7 +58,8 @@ rule pretrain:
         f"{CACHE}/benchmarks/pretrain/{{source}}.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --tokenizer {input.model}"
-        " --out-dir $(dirname {output.meta}) --num-threads {threads} --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
+        " --out-dir $(dirname {output.meta}) --num-threads {threads} --read-margin {params.read_margin}"
+        " --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
 
 
 if PARTED_SOURCES:
@@ -61,14 +69,16 @@ if PARTED_SOURCES:
             model=TOKENIZER_MODEL,
             files=source_inputs(source_input_files),
         output:
-            train=directory(f"{PART_DIR}/train"),
-            val=directory(f"{PART_DIR}/val"),
-            meta=f"{PART_DIR}/{layout.META}",
+            train=directory(f"{RAW_PART_DIR}/train"),
+            val=directory(f"{RAW_PART_DIR}/val"),
+            meta=f"{RAW_PART_DIR}/{layout.META}",
         wildcard_constraints:
             source="|".join(PARTED_SOURCES),
             part="|".join(PART_NAMES),
         params:
-            spec=source_spec("seed", "demo", "pretrain.num_parts", "pretrain.shard_bytes"),  # its shards are the cache's
+            # not shard_bytes: the raw part's shards are curate_pretrain_part's input; its output is the cache's
+            spec=source_spec("seed", "demo", "pretrain.num_parts"),
+            read_margin=config["dedup"]["read_margin"],
             unnameable=source_unnameable(source_input_files),
             index=wildcard_index("part", PART_NAMES),
             format_version=FORMAT_VERSION,
@@ -82,7 +92,7 @@ if PARTED_SOURCES:
         shell:
             "{sys.executable} -m niels_gpt.cache.cli build-pretrain --source {wildcards.source} --part {params.index}"
             " --tokenizer {input.model} --out-dir $(dirname {output.meta}) --num-threads {threads}"
-            " --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
+            " --read-margin {params.read_margin} --spec {params.spec:q} {HUB_SETTINGS} > {log} 2>&1"
 
     rule pretrain_merge:
         input:

@@ -6,7 +6,7 @@
 # not from -j: the unigram trainer's result depends on its thread count.
 
 from niels_gpt.data.registry import PRETRAIN_SOURCES
-from niels_gpt.layout import FORMAT_VERSION
+from niels_gpt.layout import TOKENIZER_FORMAT_VERSION
 
 TOKENIZER_META = f"{layout.tokenizer_dir(CACHE)}/{layout.META}"
 TOKENIZER_INPUTS = [config["tokenizer"]["model_path"]] if config["tokenizer"]["model_path"] else []
@@ -29,7 +29,7 @@ rule tokenizer:
         meta=TOKENIZER_META,
     params:
         spec=spec_json({**config_values("seed", "demo", "tokenizer"), "sources": TOKENIZER_SOURCES}),
-        format_version=FORMAT_VERSION,
+        format_version=TOKENIZER_FORMAT_VERSION,
     threads: config["tokenizer"]["num_threads"]
     conda:
         "../environment.yml"

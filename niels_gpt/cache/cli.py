@@ -15,6 +15,7 @@ import sys
 
 from niels_gpt.cache import build_all
 from niels_gpt.command_line import run_cli
+from niels_gpt.curation import cli as curation_cli
 from niels_gpt.inspection import cli as inspection_cli
 from niels_gpt.pretrain import cli as pretrain_cli
 from niels_gpt.report import cli as report_cli
@@ -22,7 +23,16 @@ from niels_gpt.sft import cli as sft_cli
 from niels_gpt.streams import cli as streams_cli
 from niels_gpt.tokenizer import cli as tokenizer_cli
 
-COMMAND_MODULES = (tokenizer_cli, pretrain_cli, sft_cli, streams_cli, build_all, inspection_cli, report_cli)
+COMMAND_MODULES = (
+    tokenizer_cli,
+    pretrain_cli,
+    sft_cli,
+    streams_cli,
+    build_all,
+    inspection_cli,
+    report_cli,
+    curation_cli,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,11 +38,21 @@ from niels_gpt.inspection.checks import (
 )
 from niels_gpt.inspection.expected import build_command, builds_here, expected_meta_paths
 from niels_gpt.inspection.tree import Artifact, Selection, default_tokenizer_path, find_artifacts, stray_tmp_files
-from niels_gpt.layout import FAMILIES, FORMAT_VERSION, META, STREAM_FORMAT_VERSION, STREAM_META_SUFFIX
+from niels_gpt.layout import (
+    FAMILIES,
+    FORMAT_VERSION,
+    META,
+    STREAM_FORMAT_VERSION,
+    STREAM_META_SUFFIX,
+    TOKENIZER_FORMAT_VERSION,
+)
 from niels_gpt.meta import check_required, is_built
 
 VERIFIERS = {"tokenizer": verify_tokenizer, "pretrain": verify_pretrain, "sft": verify_sft, "streams": verify_stream}
-FORMAT_VERSIONS = {kind: STREAM_FORMAT_VERSION if kind == "streams" else FORMAT_VERSION for kind in FAMILIES}
+FORMAT_VERSIONS = {
+    kind: {"streams": STREAM_FORMAT_VERSION, "tokenizer": TOKENIZER_FORMAT_VERSION}.get(kind, FORMAT_VERSION)
+    for kind in FAMILIES
+}
 
 
 def kind_problem(art: Artifact, meta: dict) -> str | None:

@@ -33,6 +33,12 @@ def register(sub) -> None:
         default=None,
         help="build only part K (0-based) of pretrain.num_parts into --out-dir (default: the whole source)",
     )
+    p.add_argument(
+        "--read-margin",
+        type=float,
+        default=0.0,
+        help="read this fraction past each token budget (the raw build curation cuts back; default: 0)",
+    )
     add_config_args(p)
     p.set_defaults(func=run_build_pretrain)
 
@@ -64,6 +70,7 @@ def run_build_pretrain(args) -> int:
         num_parts=num_parts,
         part=args.part,
         spec=args.spec,
+        read_margin=args.read_margin,
     )
     return 0
 

@@ -31,6 +31,11 @@ from niels_gpt.pretrain.resume import Checkpoint, remove_checkpoint
 from niels_gpt.pretrain.writer import build_pretrain_cache, build_pretrain_cache_presplit, write_not_built_meta
 
 
+def raw_budget(budget: int | None, margin: float) -> int | None:
+    """A budget plus `margin` of it, rounded up (None = unlimited stays unlimited)."""
+    return None if budget is None else budget + -(-budget * round(margin * 10**6) // 10**6)
+
+
 def check_part(source: str, scfg: dict, num_parts: int, part: int | None) -> None:
     """Refuse a part number out of range, or parts of a source that is built as one job."""
     if num_parts < 1 or (part is not None and not 0 <= part < num_parts):
@@ -112,10 +117,12 @@ def build_pretrain_source(
     num_parts: int = 1,
     part: int | None = None,
     spec: dict | None = None,
+    read_margin: float = 0.0,
 ) -> dict:
     """Build `out_dir/{train,val}/shard_*.bin` + `out_dir/meta.json` for `source` (or for part `part` of
     `num_parts` of it); returns the meta. `spec`: the config values the job was given (`--spec`), which
-    key a stream's checkpoint."""
+    key a stream's checkpoint. `read_margin`: read this fraction past each budget (the raw build that
+    curation cuts back to the budget: rules/curation.smk)."""
     if source not in registry.PRETRAIN_SOURCES:
         raise ValueError(f"unknown pretrain source {source!r}; expected one of {', '.join(registry.PRETRAIN_SOURCES)}")
     scfg = cfg["sources"][source]
@@ -139,6 +146,9 @@ def build_pretrain_source(
         provenance["part"] = record
         budgets = tuple(part_budget(b, num_parts, part) for b in budgets)
         seed, what = record["part_seed"], f"{source} part {part} of {num_parts} (split seed {record['part_seed']})"
+    if read_margin:
+        budgets = tuple(raw_budget(b, read_margin) for b in budgets)
+        provenance["read_margin"] = read_margin
     common = dict(
         tokenizer=tokenizer,
         max_train_tokens=budgets[0],

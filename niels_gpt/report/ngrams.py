@@ -76,6 +76,7 @@ class NgramIndex:
         self.bits = max(MIN_FILTER_BITS, int(len(self.keys)).bit_length() + SLOT_BITS_PER_KEY)
         self._shift = np.uint64(64 - self.bits)
         self._filters = [self._build_filter(self._slots(self.keys, m)) for m in (None, FILTER2_MULTIPLIER)]
+        self._hash_table = None  # built on the first `contains`
 
     @classmethod
     def from_hashes(cls, hashes: np.ndarray) -> tuple[NgramIndex, np.ndarray]:
@@ -112,6 +113,81 @@ class NgramIndex:
             h = h[self._passes(table, self._slots(h, multiplier))]
         pos = np.minimum(np.searchsorted(self.keys, h), len(self.keys) - 1)
         return pos[self.keys[pos] == h]
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        """Bool per given hash: is it a member? (`lookup` by position, for callers that need where.) The
+        hashes that pass both filters are looked up in an open-addressing table (`_table`: one probe for
+        most, never a binary search), so a text that is mostly members costs about as little as one that
+        is not (curation's worst case: a train split copied from its val split)."""
+        return self.key_ids(hashes) >= 0
+
+    def key_ids(self, hashes: np.ndarray) -> np.ndarray:
+        """Per given hash: its position in `keys`, or -1 for a non-member."""
+        out = np.full(len(hashes), -1, dtype=np.int64)
+        if not len(self.keys) or not len(hashes):
+            return out
+        where = np.arange(len(hashes))
+        for table, multiplier in zip(self._filters, (None, FILTER2_MULTIPLIER)):
+            keep = self._passes(table, self._slots(hashes[where], multiplier))
+            where = where[keep]
+        out[where] = self._table().key_ids(hashes[where])
+        return out
+
+    def _table(self) -> HashTable:
+        if self._hash_table is None:
+            self._hash_table = HashTable(self.keys)
+        return self._hash_table
+
+
+class HashTable:
+    """A set of distinct uint64 keys in an open-addressing table (linear probing, load <= 1/4; slot = the top
+    bits of key * an odd multiplier; 0 marks an empty slot, so the key 0 is kept apart), each slot with the
+    key's position in the array it was built from. Built and probed for whole arrays at once: each round
+    places (or tests) every pending key at its current slot."""
+
+    MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, keys: np.ndarray):
+        keys = np.asarray(keys, dtype=np.uint64)
+        zero = np.flatnonzero(keys == 0)
+        self.zero_id = int(zero[0]) if len(zero) else -1
+        ids = np.flatnonzero(keys != 0)
+        self.bits = max(10, int(len(ids)).bit_length() + 2)
+        self.mask = (1 << self.bits) - 1
+        self.table = np.zeros(1 << self.bits, dtype=np.uint64)
+        self.ids = np.full(1 << self.bits, -1, dtype=np.int64)
+        pending, pos = ids, self._home(keys[ids])
+        while len(pending):
+            free = np.flatnonzero(self.table[pos] == 0)
+            _, first = np.unique(pos[free], return_index=True)
+            won = free[first]  # one key per free slot this round
+            self.table[pos[won]] = keys[pending[won]]
+            self.ids[pos[won]] = pending[won]
+            left = np.ones(len(pending), dtype=bool)
+            left[won] = False
+            pending, pos = pending[left], (pos[left] + 1) & self.mask
+
+    def _home(self, h: np.ndarray) -> np.ndarray:
+        return ((h * self.MULTIPLIER) >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def key_ids(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash: the position of the equal key, or -1."""
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        out = np.full(len(hashes), -1, dtype=np.int64)
+        out[hashes == 0] = self.zero_id
+        active = np.flatnonzero(hashes != 0)
+        pos = self._home(hashes[active])
+        while len(active):
+            slot = self.table[pos]
+            h = hashes[active]
+            found = slot == h
+            out[active[found]] = self.ids[pos[found]]
+            go_on = ~found & (slot != 0)
+            active, pos = active[go_on], (pos[go_on] + 1) & self.mask
+        return out
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        return self.key_ids(hashes) >= 0
 
 
 def _bounded_map(executor: Executor, fn: Callable, items: Iterable, depth: int) -> Iterator:

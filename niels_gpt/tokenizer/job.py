@@ -20,7 +20,7 @@ from pathlib import Path
 
 from niels_gpt.atomic import atomic_open
 from niels_gpt.data.registry import PRETRAIN_SOURCES
-from niels_gpt.layout import FORMAT_VERSION, META, TOKENIZER_MODEL
+from niels_gpt.layout import META, TOKENIZER_FORMAT_VERSION, TOKENIZER_MODEL
 from niels_gpt.log import log, progress
 from niels_gpt.meta import header, unpublish, write_meta
 from niels_gpt.special_tokens import SPECIAL_TOKENS
@@ -116,7 +116,9 @@ def build_tokenizer(cfg: dict, out_dir: str | os.PathLike) -> dict:
     else:
         tok, trained_on, read = _train(cfg, model_path)
     meta = {
-        **header("tokenizer", format_version=FORMAT_VERSION, seed=cfg["seed"], tokenizer=tok, dataset_name=read),
+        **header(
+            "tokenizer", format_version=TOKENIZER_FORMAT_VERSION, seed=cfg["seed"], tokenizer=tok, dataset_name=read
+        ),
         "model_file": TOKENIZER_MODEL,
         "sha256": tok.sha256,
         "ordinary_pieces": tok.vocab_size - len(SPECIAL_TOKENS),

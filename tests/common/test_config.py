@@ -192,11 +192,12 @@ def test_command_line_strings_are_coerced_to_the_type_the_schema_asks(given, key
         ({"tokenizer": "small"}, "key 'tokenizer': expected object, got str 'small'"),
         (
             {"tokenzier": {}},
-            "unknown key 'tokenzier' (did you mean 'tokenizer'?); allowed keys here: cache_dir, demo, ",
+            "unknown key 'tokenzier' (did you mean 'tokenizer'?); allowed keys here: cache_dir, decontamination, "
+            "dedup, demo, ",
         ),
         (
             {"zzz": 1, "qqq": 2},
-            "unknown key 'qqq'; unknown key 'zzz'; allowed keys here: cache_dir, demo, hub, leakage, ",
+            "unknown key 'qqq'; unknown key 'zzz'; allowed keys here: cache_dir, decontamination, dedup, demo, hub, ",
         ),
         (
             {"streams": {"p_train": {"wiki": 0.5, "roam": 0.5, "books": 0.0}}},

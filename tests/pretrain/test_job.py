@@ -162,6 +162,23 @@ def test_budgets_cut_each_source_exactly(tmp_path, tiny_tokenizer_path, source):
 
 
 @pytest.mark.usefixtures("isolated_hf_cache")
+def test_read_margin_reads_past_the_budgets_for_curation(tmp_path, tiny_tokenizer_path):
+    # dedup.read_margin: the raw build reads 50% more; curation cuts back to the budget (tests/curation)
+    cfg = demo_config(tmp_path / "demo", "wikitext", {"max_train_tokens": 50, "max_val_tokens": 4})
+    meta = pretrain_job.build_pretrain_source(
+        cfg,
+        "wikitext",
+        tokenizer_path=tiny_tokenizer_path,
+        out_dir=tmp_path / "raw",
+        log=lambda s: None,
+        read_margin=0.5,
+    )
+    assert (meta["train_tokens"], meta["val_tokens"]) == (75, 6)
+    assert meta["provenance"]["read_margin"] == 0.5
+    assert pretrain_job.raw_budget(None, 0.5) is None and pretrain_job.raw_budget(7, 0.05) == 8
+
+
+@pytest.mark.usefixtures("isolated_hf_cache")
 @pytest.mark.parametrize("source", registry.STREAMED_SOURCES)
 def test_val_doc_prob_decides_how_many_documents_go_to_val(tmp_path, tiny_tokenizer_path, source):
     val_docs = {}

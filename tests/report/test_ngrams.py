@@ -89,3 +89,20 @@ def test_scan_finds_every_val_ngram_whatever_the_chunks_and_shard_boundaries(tmp
     expected = [tuple(val[i : i + n]) in train_grams for i in range(len(val) - n + 1)]
     assert seen[inverse].tolist() == expected
     assert sum(expected) == 88 + 3
+
+
+def test_contains_agrees_with_a_python_set_members_or_not():
+    from niels_gpt.report.ngrams import HashTable, NgramIndex
+
+    rng = np.random.default_rng(3)
+    keys = np.unique(np.concatenate([rng.integers(0, 2**63, 5000, dtype=np.uint64), np.array([0, 1, 2], np.uint64)]))
+    index, _ = NgramIndex.from_hashes(keys)
+    probe = np.concatenate([keys[::3], rng.integers(0, 2**63, 20000, dtype=np.uint64), np.array([0, 7], np.uint64)])
+    want = np.array([int(h) in set(keys.tolist()) for h in probe])
+    assert (index.contains(probe) == want).all()
+    ids = index.key_ids(probe)
+    assert (ids[want] >= 0).all() and (index.keys[ids[want]] == probe[want]).all() and (ids[~want] == -1).all()
+    table = HashTable(np.arange(1, 3000, dtype=np.uint64) << np.uint64(40))  # every key at the same home bits
+    assert table.contains(np.arange(0, 3001, dtype=np.uint64) << np.uint64(40)).tolist() == [False] + [True] * 2999 + [
+        False
+    ]

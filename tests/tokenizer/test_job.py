@@ -8,7 +8,7 @@ import json
 import pytest
 
 from niels_gpt.config import prepare_config
-from niels_gpt.layout import FORMAT_VERSION
+from niels_gpt.layout import TOKENIZER_FORMAT_VERSION
 from niels_gpt.meta import check_required
 from niels_gpt.tokenizer import SentencePieceTokenizer
 from niels_gpt.tokenizer.job import build_tokenizer
@@ -27,7 +27,11 @@ def test_trains_on_enabled_sources_and_writes_meta_last(tmp_path, isolated_hf_ca
     assert on_disk["sha256"] == tok.sha256 and on_disk["vocab_size"] == tok.vocab_size == 504
     assert on_disk["special_token_ids"] == tok.special_ids
     check_required(on_disk)
-    assert on_disk["kind"] == "tokenizer" and on_disk["format_version"] == FORMAT_VERSION and on_disk["built"] is True
+    assert (
+        on_disk["kind"] == "tokenizer"
+        and on_disk["format_version"] == TOKENIZER_FORMAT_VERSION
+        and on_disk["built"] is True
+    )
     assert (on_disk["tokenizer_sha256"], on_disk["eot_id"], on_disk["seed"]) == (tok.sha256, tok.eot_id, 42)
     assert on_disk["dataset_name"] == "fineweb_edu, wikitext"  # the sources sampled
 

@@ -184,14 +184,27 @@ def test_a_revision_pinned_to_the_commit_builds_the_same_cache(
     repo = HUB_READS[rel]
     pinned = spec(**{source: {"revision": hub.sha(repo)}})
     tokenizer = build.cache / "tokenizer" / "spm.model"
+    margin = (
+        ["--read-margin", "0.1"] if family == "build-pretrain" else []
+    )  # what the raw build reads (dedup.read_margin)
     code, err = cli(
-        capsys, family, "--source", source, "--tokenizer", str(tokenizer), "--out-dir", str(tmp_path), "--spec", pinned
+        capsys,
+        family,
+        "--source",
+        source,
+        "--tokenizer",
+        str(tokenizer),
+        "--out-dir",
+        str(tmp_path),
+        "--spec",
+        pinned,
+        *margin,
     )
     assert code == 0, err
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["provenance"]["revision_requested"] == hub.sha(repo) == build.shas[repo]
-    for name in files:
-        assert (tmp_path / name).read_bytes() == (build.cache / rel / name).read_bytes(), name
+    for name in files:  # the workflow's raw cache (cache/curation/raw/), before curation
+        assert (tmp_path / name).read_bytes() == (build.cache / "curation" / "raw" / rel / name).read_bytes(), name
 
 
 WRONG = {  # (command, source, config change) -> what the one error line says
@@ -266,9 +279,9 @@ def test_a_hub_that_stays_down_fails_the_snakemake_job_with_one_line_and_the_rer
             log[-3000:] + failed.stderr[-3000:]
         )
         assert "Traceback" not in log and down.hits == 2  # hub.attempts tries, then the one line
-        # nothing half-made, and the good cache the forced rebuild was replacing is back (niels_gpt/keep.py)
-        assert not list((workdir / "cache" / rel).rglob("*.tmp"))
-        kept = f"pretrain (source=fineweb_edu) failed; kept the previous cache/{rel}/ (3 outputs)"
+        # nothing half-made, and the good raw cache the forced rebuild was replacing is back (niels_gpt/keep.py)
+        assert not list((workdir / "cache" / "curation" / "raw" / rel).rglob("*.tmp"))
+        kept = f"pretrain (source=fineweb_edu) failed; kept the previous cache/curation/raw/{rel}/ (3 outputs)"
         assert kept in failed.stderr and failed.stderr.strip().splitlines()[-1] == f"  {last}", failed.stderr[-3000:]
         for name in ("train/shard_00000.bin", "val/shard_00000.bin", "meta.json"):
             assert (workdir / "cache" / rel / name).read_bytes() == (build.cache / rel / name).read_bytes(), name
@@ -301,8 +314,9 @@ def test_offline_the_prepared_sources_rebuild_from_the_cache_and_the_streamed_on
         ("build-pretrain", "gutenberg"),
     ]
     config = spec(gutenberg={"enabled": True, "dataset_id": RAW_GUTENBERG, "split": "en"})
-    argv = [
+    argv = [  # as the workflow's raw builds (cache/curation/raw/): pretrain reads dedup.read_margin past its budgets
         [cmd, "--source", s, "--tokenizer", tokenizer, "--out-dir", str(tmp_path / s), "--spec", config]
+        + (["--read-margin", "0.1"] if cmd == "build-pretrain" else [])
         for cmd, s in builds
     ]
     env = {**build.env, "HF_HUB_OFFLINE": "1"}
@@ -322,7 +336,8 @@ def test_offline_the_prepared_sources_rebuild_from_the_cache_and_the_streamed_on
         ("oasst1", "sft/oasst1", "train_tokens.bin"),
     ):
         assert results[source][0] == 0, results[source][1]
-        assert (tmp_path / source / name).read_bytes() == (build.cache / rel / name).read_bytes(), source
+        raw = build.cache / "curation" / "raw" / rel / name
+        assert (tmp_path / source / name).read_bytes() == raw.read_bytes(), source
     for source, repo in (("fineweb_edu", FINEWEB), ("gutenberg", RAW_GUTENBERG)):
         code, err = results[source]
         last = err.strip().splitlines()[-1]

@@ -53,6 +53,7 @@ SMALL = {
     },
     "pretrain": {"shard_bytes": 40_000},
     "sft": {"t_max": 256},
+    "dedup": {"read_margin": 0.25},  # the generated text repeats phrases: curation cuts ~7 %, budgets stay exact
 }
 
 
@@ -264,9 +265,12 @@ def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenize
     assert "streams" not in jobs  # byte streams do not use the tokenizer
 
 
-# The report jobs that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
-READS_PRETRAIN = {"report_pretrain": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
-READS_SFT = {"report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+# Curation is global (rules/curation.smk): a changed raw pretrain or SFT cache re-runs curate, every apply
+# job (each rewrites its curated cache from the new decisions) and the certificate; then the report jobs
+# that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
+CURATION = {"curate": 1, "curate_pretrain": 4, "curate_sft": 3, "certificate": 1}
+READS_TOKEN_CACHES = {"report_pretrain": 1, "report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1}
+READS_PRETRAIN = READS_SFT = {**CURATION, **READS_TOKEN_CACHES, "all": 1}
 READS_STREAMS = {"report_streams": 1, "leakage": 1, "report_leakage": 1, "all": 1}
 
 
@@ -280,6 +284,42 @@ def test_report_settings_rerun_only_the_report_jobs_using_them(built):
     assert planned_jobs(built, extra_config={"sft": {"mix": mix}}) == {"report_sft": 1, "all": 1}
     jobs = planned_jobs(built, extra_config={"leakage": {"max_fraction": 0.5}})
     assert jobs == {"leakage": 1, "report_leakage": 1, "all": 1}
+
+
+def test_curation_keys_rerun_curation_and_its_readers_never_a_build(built, tmp_path):
+    """A curation setting re-runs curate, the apply jobs, the certificate and the readers, never a build
+    (no source is read again); read_margin alone re-runs the pretrain builds."""
+    after_curate = {**CURATION, **READS_TOKEN_CACHES, "all": 1}
+    assert planned_jobs(built, extra_config={"dedup": {"jaccard_threshold": 0.9}}) == after_curate
+    assert planned_jobs(built, extra_config={"dedup": {"source_priority": ["roam"]}}) == after_curate
+    assert planned_jobs(built, extra_config={"decontamination": {"min_piece_tokens": 20}}) == after_curate
+    bench = tmp_path / "eval.txt"
+    bench.write_text("an evaluation text\n")
+    jobs = planned_jobs(built, extra_config={"decontamination": {"benchmarks": [str(bench)]}})
+    assert jobs == after_curate
+    assert planned_jobs(built, extra_config={"dedup": {"read_margin": 0.3}}) == {"pretrain": 4, **after_curate}
+
+
+def test_demo_build_is_certified_and_records_what_curation_removed(built):
+    cache = built / "cache"
+    certificate = json.loads((cache / "report" / "certificate.json").read_text())
+    assert certificate["holds"] and certificate["pairs"] and {p["shared_ngrams"] for p in certificate["pairs"]} == {0}
+    assert len(certificate["train_splits"]) == 7  # 4 pretrain + 3 SFT
+    leakage = json.loads((cache / "report" / "leakage.json").read_text())
+    token_vals = [v for v in leakage["val_splits"] if v["space"] == "tokens"]
+    # what the audit still finds is boilerplate curation waived (more than max_ngram_units units hold it)
+    assert certificate["curation"]["waived_ngrams"] > 0
+    shares = {v["name"]: v["fraction_any"] for v in token_vals}
+    assert shares and all(f < 0.15 for f in shares.values()), shares  # the residue: waived boilerplate
+    summary = json.loads((cache / "curation" / "summary.json").read_text())
+    assert summary == certificate["curation"]
+    for name, splits in summary["caches"].items():
+        family, source = name.split("/")[:2]
+        meta = json.loads((cache / family / source / "meta.json").read_text())
+        if meta.get("built") is False:
+            continue
+        assert meta["curation"]["splits"]["train"]["counts"] == splits["train"]["counts"]
+        assert meta["train_tokens"] == splits["train"]["kept_tokens"]
 
 
 def test_editing_the_primer_reruns_only_primer_sft_and_its_readers(copy_of_built):
@@ -303,7 +343,8 @@ def test_deleted_artifact_is_rebuilt_by_cache_all(copy_of_built):
     victim = copy_of_built / "cache" / "sft" / "dolly15k" / "val_idx.npy"
     want = victim.read_bytes()
     victim.unlink()
-    assert planned_jobs(copy_of_built) == {"sft": 1, **READS_SFT}
+    readers = {"certificate": 1, "report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+    assert planned_jobs(copy_of_built) == {"curate_sft": 1, **readers}  # only its apply job: curation is not redone
     snakemake(copy_of_built, "-j2", "cache/all")
     assert victim.read_bytes() == want
 
@@ -318,9 +359,10 @@ def test_report_html_is_produced_offline_right_after_cache_all(copy_of_built):
         if name.endswith(".svg"):
             root = ET.parse(copy_of_built / "cache" / "report" / name).getroot()
             assert root.tag == "{http://www.w3.org/2000/svg}svg", name
-    for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage"):
+    assert "Adding curation_table.html " in proc.stderr + proc.stdout
+    for category in ("Tokenizer", "Pretrain", "SFT", "Streams", "Leakage", "Curation"):
         assert f'"{category}"' in page
-    assert page.count('"caption": "<p>') == len(figures)  # every figure with its rules/report/*.rst caption
+    assert page.count('"caption": "<p>') == len(figures) + 1  # every figure (and the curation table) captioned
     assert not re.search(r"""<(script|link|img)[^>]+(src|href)\s*=\s*["']?https?://""", page)  # nothing fetched
 
 
@@ -356,7 +398,9 @@ def dry_run_jobs(out: str) -> dict[str, int]:
 
 def test_one_target_plans_only_what_it_needs(tmp_path):
     fresh = make_workdir(tmp_path / "fresh")
-    assert dry_run_jobs(snakemake(fresh, "-n", "cache/sft/primer/meta.json").stdout) == {"tokenizer": 1, "sft": 1}
+    jobs = dry_run_jobs(snakemake(fresh, "-n", "cache/sft/primer/meta.json").stdout)
+    # a curated cache needs the global decision, so every raw build (curation compares all sources); no report
+    assert jobs == {"tokenizer": 1, "pretrain": 4, "sft": 3, "curate": 1, "curate_sft": 1}
 
 
 def test_config_typo_stops_before_anything_runs(tmp_path):
@@ -417,7 +461,14 @@ def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_o
         assert [len(m["provenance"]["stream"]["part_data_files"]) for m in part_metas] == [1, 1]  # one file each
         for split in ("train", "val"):
             assert meta[f"{split}_tokens"] == sum(m[f"{split}_tokens"] for m in part_metas) > 0
-        assert meta["train_tokens"] == SMALL["sources"][source]["max_train_tokens"]
+        # each part curated back to its budget exactly, or short by the shortfall its meta records, or its
+        # stream ran out before the margin (gutenberg's one book per part: then train_tokens < the budget)
+        for m in part_metas:
+            rec = m["curation"]["splits"]["train"]
+            exact = m["train_tokens"] + rec["shortfall_tokens"] == m["max_train_tokens"]
+            assert exact or rec["read_tokens"] < rec["read_budget"], rec
+        if source == "fineweb_edu":
+            assert meta["train_tokens"] == SMALL["sources"][source]["max_train_tokens"]
         # the merge wrote the manifest and nothing else: the parts' shards, listed relative to the source
         assert sorted(p.name for p in (cache / "pretrain" / source).iterdir()) == ["meta.json", "parts"]
         assert {e["path"].split("/")[1] for s in ("train", "val") for e in meta["shards"][s]} == {
@@ -453,10 +504,11 @@ def _val(result: dict, name: str) -> dict:
     return next(v for v in result["val_splits"] if v["name"] == name)
 
 
-def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(copy_of_built):
+def test_roam_edits_rebuild_only_roam_and_curation_removes_a_planted_val_copy(copy_of_built):
     """Edit one roam note and copy the longest wikitext val article into a new note (train side): only
-    roam's jobs and the report jobs reading them re-run; the audit names the article, far above the
-    demo's own overlap (generated text repeats phrases), and a gate below its share fails the run."""
+    roam's build, curation and the report jobs re-run; curation removes the copy (a near duplicate of a val
+    document), so the audit finds no pretrain leak; the byte streams (not curated) still hold it: the audit
+    names it there, far above the demo's own overlap, and a gate below its share fails the run."""
     from niels_gpt.data.roam import list_roam_paths, split_roam_paths
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
@@ -481,20 +533,21 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
     else:
         pytest.fail("no note name lands in the roam train split")
     dry = snakemake(wf, "-n", "-p", "cache/all", "--quiet", "host").stdout  # each job block (the profile hides it)
-    assert set(re.findall(r"wildcards: source=(\w+)", dry)) == {"roam"}
+    builds = [b for b in re.split(r"\n(?=(?:local)?rule )", dry) if re.match(r"rule (pretrain|sft|streams):", b)]
+    assert {m for b in builds for m in re.findall(r"wildcards: source=(\w+)", b)} == {"roam"}  # only roam is read
     assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     snakemake(wf, "-j2", "cache/all")
     assert planned_jobs(wf) == {}
 
     result = json.loads((cache / "report" / "leakage.json").read_text())
-    wiki, before = _val(result, "pretrain/wikitext"), _val(baseline, "pretrain/wikitext")
-    top = wiki["top"][0]
-    assert (top["unit"], top["worst_train"]) == (longest, "pretrain/roam") and top["fraction"] > 0.95
-    assert wiki["fraction"]["pretrain/roam"] > 10 * max(before["fraction"]["pretrain/roam"], 1e-3)
-    stream_before = _val(baseline, "streams/wiki")["fraction"]["streams/roam"]
-    assert _val(result, "streams/wiki")["fraction"]["streams/roam"] > 10 * max(stream_before, 1e-3)
+    assert _val(result, "pretrain/wikitext")["fraction"]["pretrain/roam"] < 0.01  # waived boilerplate at most
+    roam = json.loads((cache / "pretrain" / "roam" / "meta.json").read_text())["curation"]["splits"]["train"]
+    assert sum(roam["counts"].get(r, {}).get("units", 0) for r in ("exact_duplicate", "near_duplicate")) == 1
+    assert json.loads((cache / "report" / "certificate.json").read_text())["holds"]
+    stream, stream_before = _val(result, "streams/wiki"), _val(baseline, "streams/wiki")
+    assert stream["fraction"]["streams/roam"] > 10 * max(stream_before["fraction"]["streams/roam"], 1e-3)
 
-    limit = round(wiki["fraction"]["pretrain/roam"] * 0.9, 4)
+    limit = round(stream["fraction"]["streams/roam"] * 0.9, 4)
     audit = (cache / "report" / "leakage.json").read_bytes()
     proc = snakemake(
         wf, "-j1", "cache/report/leakage.json", extra_config={"leakage": {"max_fraction": limit}}, check=False
@@ -503,7 +556,7 @@ def test_roam_edits_rebuild_only_roam_and_the_audit_names_a_planted_duplicate(co
     assert (cache / "report" / "leakage.json").read_bytes() == audit  # the gate failed the job: the last audit kept
     log = (cache / "logs" / "report" / "leakage.log").read_text()
     assert "error: leakage gate: " in log and f"leakage.max_fraction = {100 * limit:g}%" in log
-    assert "pretrain/wikitext val in pretrain/roam train" in log and f"document {longest} (" in log
+    assert "streams/wiki val in streams/roam train" in log
 
 
 # A failed rebuild never costs the good cache it replaces (niels_gpt/keep.py, rules/hooks.smk).
@@ -588,7 +641,8 @@ def test_a_build_prints_its_jobs_and_one_result_line_each_not_their_settings(cop
     proc = snakemake(copy_of_built, "-j2", "cache/all")
     out = proc.stdout + proc.stderr
     assert "niels_gpt: built" in out
-    assert re.search(r"^  sft \(source=primer\): train \d+ examples, val \d+ examples; train [\d,]+ tokens", out, re.M)
+    line = r"^  curate_sft \(source=primer\): train \d+ examples, val \d+ examples; train [\d,]+ tokens"
+    assert re.search(line, out, re.M)
     assert '"seed"' not in out and max(len(line) for line in out.splitlines()) < 200  # the settings stay in the logs
 
 

@@ -1,0 +1,456 @@
+"""The global curation decision: read every raw cache once for its keys, decide, write the decisions.
+
+Steps (each unit is a pretrain document or an SFT example; raw.py gives the survival order):
+ 1. keys: pretrain documents get an exact key and a MinHash signature (dedup.doc_keys; the signatures go
+    to a temporary file, only keys and lengths stay in memory), SFT examples an exact key of their ids;
+ 2. duplicates (dedup.deduplicate), per family over all its splits, in the survival order;
+ 3. the val splits' budgets: the kept val documents, in order, up to the split's budget;
+ 4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized; an
+    n-gram held by more than `decontamination.max_ngram_units` distinct units (val, benchmark and train
+    units together) is boilerplate ("Let me know if you have any other questions."), waived, not protected;
+ 5. every train unit scanned against them: a pretrain document loses the covered spans (decontaminate.py),
+    an SFT example that holds one is removed;
+ 6. the train budgets, over what is left.
+Output: one decisions file per raw cache (`decisions_path`), read by its apply job, and a summary.
+Decisions file: {"format_version", "family", "source", "part", "splits": {split: {
+    "budget", "read_budget", "read_tokens", "units", "kept_tokens", "shortfall_tokens",
+    "removed": {"units": [...], "reasons": [...]},                  (parallel lists, units ascending)
+    "pieces": {"units": [...], "counts": [...], "bounds": [start, end, start, end, ...]},
+    "counts": {reason: {"units", "tokens"}}, "examples": [{"unit", "reason", "kept", "similarity"}]}}}
+Reasons: exact_duplicate, near_duplicate, contamination (a unit dropped whole), contamination_cut (the
+tokens cut from documents that stay in pieces), over_budget (read past the budget, not needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from niels_gpt import layout
+from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
+from niels_gpt.curation.benchmarks import benchmark_texts
+from niels_gpt.curation.decontaminate import CONTAMINATION, covered, kept_pieces, protected_index, special_table
+from niels_gpt.curation.dedup import EXACT, KEEP, NEAR, REASONS, deduplicate, doc_keys, exact_duplicates, token_keys
+from niels_gpt.curation.raw import RawSplit, doc_chunks, ordered_splits, raw_root, unit_chunks
+from niels_gpt.curation.words import WordTable
+from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
+from niels_gpt.log import log as log_line
+from niels_gpt.pretrain.parts import part_budget
+from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, windows_touching
+
+CURATION_FORMAT_VERSION = 1
+CONTAMINATED = 3
+REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
+EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
+
+
+def decisions_dir(cache_dir) -> str:
+    return f"{cache_dir}/curation/decisions"
+
+
+def decisions_path(cache_dir, family: str, source: str, part: str | None = None) -> str:
+    return f"{decisions_dir(cache_dir)}/{family}/{source}" + (f"/{part}" if part else "") + ".json"
+
+
+def summary_path(cache_dir) -> str:
+    return f"{cache_dir}/curation/summary.json"
+
+
+def waived_path(cache_dir) -> str:
+    """The protected n-gram hashes waived as boilerplate (sorted uint64, .npy): the certificate skips them."""
+    return f"{cache_dir}/curation/waived_ngrams.npy"
+
+
+def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
+    """(family, source, part) of a raw cache folder (raw.py's layout)."""
+    rel = Path(os.path.relpath(folder, raw_root(cache_dir))).parts
+    if len(rel) == 2 and rel[0] in ("pretrain", "sft"):
+        return rel[0], rel[1], None
+    if len(rel) == 4 and rel[0] == "pretrain" and rel[2] == layout.PARTS_DIR:
+        return rel[0], rel[1], rel[3]
+    raise ValueError(f"{folder}: not a raw cache folder under {raw_root(cache_dir)} (raw/{{pretrain,sft}}/<source>)")
+
+
+class _Units:
+    """Per unit of a family, in order: split number, index in split, length (tokens, its eot included)."""
+
+    def __init__(self):
+        self.split, self.index, self.length, self.keys = [], [], [], []
+
+    def add(self, split_no: int, first: int, lengths: np.ndarray, keys: np.ndarray) -> None:
+        self.split.append(np.full(len(lengths), split_no, dtype=np.int32))
+        self.index.append(np.arange(first, first + len(lengths), dtype=np.int64))
+        self.length.append(np.asarray(lengths, dtype=np.int64))
+        self.keys.append(keys)
+
+    def done(self) -> None:
+        for name in ("split", "index", "length", "keys"):
+            parts = getattr(self, name)
+            setattr(self, name, np.concatenate(parts) if parts else np.zeros(0, np.int64))
+
+
+def _budgets(cfg: dict, s: RawSplit) -> int | None:
+    b = cfg["sources"][s.source].get(f"max_{s.split}_tokens") if s.family == "pretrain" else None
+    if b is not None and s.part is not None:
+        b = part_budget(b, cfg["pretrain"]["num_parts"], int(s.part.rsplit("_", 1)[1]))
+    return b
+
+
+def _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads: int) -> int:
+    """Key every pretrain document, chunks on `num_threads` threads (numpy releases the GIL), in order."""
+    bins = dcfg["bands"] * dcfg["rows"]
+    rows = 0
+
+    def work(chunk):
+        _, ids, starts = chunk
+        keys, sig = doc_keys(table, ids, starts, shingle_words=dcfg["shingle_words"], num_bins=bins)
+        return np.diff(np.append(starts, len(ids))), keys, sig
+
+    with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+        for no, s in enumerate(splits):
+            if s.family != "pretrain":
+                continue
+            n_docs = 0
+            chunks = doc_chunks(s.sequence(), s.meta["eot_id"])
+            for lengths, keys, sig in _bounded_map(pool, work, chunks, depth=2 * max(1, num_threads)):
+                sig_file.write(sig.tobytes())
+                units.add(no, n_docs, lengths, keys)
+                n_docs += len(lengths)
+                rows += len(lengths)
+            log(f"{s.name}: {n_docs:,} documents keyed")
+    return rows
+
+
+def _sft_keys(splits, units) -> None:
+    for no, s in enumerate(splits):
+        if s.family != "sft":
+            continue
+        n = 0
+        for _, ids, starts in unit_chunks(s.sequence(), s.unit_starts()):
+            units.add(no, n, np.diff(np.append(starts, len(ids))), token_keys(ids, starts))
+            n += len(starts)
+
+
+def _val_hashes(
+    s: RawSplit, removed_units: set, budget: int | None, n: int, specials: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, unit of each) of the n-grams of what stays of a val split: kept units, up to its budget;
+    none holding a special."""
+    seq = s.sequence()
+    data = seq.read(0, len(seq))
+    offsets = s.unit_starts()
+    if offsets is None:
+        ends = np.flatnonzero(data == s.meta["eot_id"]) + 1
+        offsets = np.concatenate(([0], ends[ends < len(data)])).astype(np.int64)
+    bounds = np.append(offsets, len(data))
+    gone = np.zeros(len(data), dtype=bool)
+    for u in removed_units:
+        gone[bounds[u] : bounds[u + 1]] = True
+    kept_positions = np.flatnonzero(~gone)
+    if budget is not None and len(kept_positions) > budget:
+        gone[kept_positions[budget] :] = True
+    h = rolling_hashes(data, n)
+    if not len(h):
+        return h, np.zeros(0, dtype=np.int64)
+    valid = np.flatnonzero(~windows_touching(specials[data] | gone, n))
+    return h[valid], np.searchsorted(offsets, valid, side="right") - 1
+
+
+def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(hashes, text of each) per benchmark file."""
+    out = []
+    for path in paths:
+        texts = benchmark_texts(path)
+        ids = tokenizer.encode_batch_arrays(texts, num_threads=2)
+        hashes = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
+        text_of = np.concatenate([np.zeros(0, np.int64)] + [np.full(len(h), i) for i, h in enumerate(hashes)])
+        out.append((np.concatenate([np.zeros(0, np.uint64), *hashes]), text_of))
+        log(f"benchmark {path}: {len(texts):,} texts, {len(text_of):,} {n}-grams protected")
+    return out
+
+
+def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The key of every distinct (key, unit) pair."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    width = int(units.max()) + 1  # one int64 per pair: a 1-D unique, far faster than unique rows
+    return np.unique(keys.astype(np.int64) * width + units) // width
+
+
+def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:
+    """Per key of `index`: how many units of this train split hold it."""
+    offsets = s.unit_starts()
+    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+
+    def work(chunk):
+        _, ids, starts = chunk
+        h = rolling_hashes(ids, n)
+        if not len(h):
+            return np.zeros(0, np.int64)
+        key = index.key_ids(h)
+        pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
+        return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1)
+
+    counts = np.zeros(len(index), dtype=np.int64)
+    for keys in _bounded_map(pool, work, chunks, depth=depth):
+        counts += np.bincount(keys, minlength=len(index))
+    return counts
+
+
+def _boilerplate(index, sides, train_counts, limit: int | None) -> np.ndarray:
+    """The protected keys held by more than `limit` distinct units (val units, benchmark texts and train
+    units together): boilerplate, not evaluation text; none when `limit` is None."""
+    if limit is None or not len(index):
+        return np.zeros(0, dtype=np.uint64)
+    counts = train_counts.copy()
+    for h, units in sides:
+        keys = np.searchsorted(index.keys, h)
+        counts += np.bincount(_distinct_units(keys, units), minlength=len(index))
+    return index.keys[counts > limit]
+
+
+def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
+    """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
+    Chunks are scanned on the `pool`'s threads (numpy releases the GIL), results taken in order."""
+    cuts = {}
+    offsets = s.unit_starts()
+    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+
+    def work(chunk):
+        _, ids, starts = chunk
+        mask = covered(ids, index, n, specials)
+        hit = np.flatnonzero(np.add.reduceat(mask, starts) > 0) if mask.any() else np.zeros(0, dtype=np.int64)
+        return ids, starts, mask, hit
+
+    first = 0
+    for ids, starts, mask, hit in _bounded_map(pool, work, chunks, depth=depth):
+        ends = np.append(starts[1:], len(ids))
+        for k in hit.tolist():
+            u = first + k
+            if u in removed:
+                continue
+            a, b = int(starts[k]), int(ends[k])
+            if s.family == "pretrain" and ids[b - 1] == s.meta["eot_id"]:
+                b -= 1  # the pieces are text; each gets its own eot
+            cuts[u] = kept_pieces(mask[a:b], min_piece) if s.family == "pretrain" else []
+        first += len(starts)
+    return cuts
+
+
+def curate(
+    cfg: dict,
+    *,
+    cache_dir: str,
+    raw_dirs: list[str],
+    tokenizer_path: str,
+    num_threads: int = 2,
+    log: Callable[[str], object] = log_line,
+) -> dict:
+    """Decide what every raw cache keeps; write the decisions files and the summary; return the summary.
+    `num_threads` key the documents (the result does not depend on it)."""
+    from niels_gpt.tokenizer import SentencePieceTokenizer
+
+    dcfg, xcfg, n = cfg["dedup"], cfg["decontamination"], cfg["leakage"]["n_tokens"]
+    known = PRETRAIN_SOURCES + SFT_SOURCES
+    unknown = [s for s in dcfg["source_priority"] or [] if s not in known]
+    if unknown:
+        raise ValueError(
+            f"dedup.source_priority: unknown source(s) {', '.join(unknown)}; expected names of {', '.join(known)}"
+        )
+    tokenizer = SentencePieceTokenizer(tokenizer_path)
+    specials = special_table(tokenizer.special_ids.values())
+    found = {parse_raw_dir(cache_dir, d): Path(d) for d in raw_dirs}
+    splits = ordered_splits(found, dcfg["source_priority"])
+    for s in splits:
+        s.budget = _budgets(cfg, s)
+    # 1-2: keys and duplicates, per family
+    reason_of: dict[int, dict[int, int]] = {no: {} for no in range(len(splits))}  # split -> unit -> reason
+    example_of: dict[int, list] = {no: [] for no in range(len(splits))}
+    lengths: dict[int, np.ndarray] = {}
+    for family in ("pretrain", "sft"):
+        units = _Units()
+        tmp = Path(decisions_dir(cache_dir))
+        tmp.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=tmp, suffix=".sig.tmp") as sig_file:
+            if family == "pretrain":
+                table = WordTable.from_tokenizer(tokenizer)
+                rows = _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads)
+            else:
+                _sft_keys(splits, units)
+                rows = 0
+            units.done()
+            sig_file.flush()
+            if dcfg["enabled"] and len(units.keys):
+                if family == "pretrain" and rows:
+                    bins = dcfg["bands"] * dcfg["rows"]
+                    sig = np.memmap(sig_file.name, dtype=np.uint32, mode="r", shape=(rows, bins))
+                    reason, survivor, sim = deduplicate(
+                        units.keys,
+                        sig,
+                        bands=dcfg["bands"],
+                        rows=dcfg["rows"],
+                        threshold=dcfg["jaccard_threshold"],
+                        near=dcfg["near"],
+                    )
+                    del sig
+                else:
+                    removed, survivor = exact_duplicates(units.keys)
+                    reason, sim = np.where(removed, EXACT, KEEP).astype(np.int8), np.zeros(len(removed))
+                for g in np.flatnonzero(reason != KEEP).tolist():
+                    no, u = int(units.split[g]), int(units.index[g])
+                    reason_of[no][u] = int(reason[g])
+                    if sum(1 for e in example_of[no] if e["reason"] == REASONS[reason[g]]) < EXAMPLES:
+                        k = int(survivor[g])
+                        kept = f"{splits[units.split[k]].name} #{int(units.index[k])}"
+                        example_of[no].append(
+                            {
+                                "unit": u,
+                                "reason": REASONS[int(reason[g])],
+                                "kept": kept,
+                                "similarity": round(float(sim[g]), 4),
+                            }
+                            if reason[g] == NEAR
+                            else {"unit": u, "reason": REASONS[int(reason[g])], "kept": kept}
+                        )
+        for no in range(len(splits)):
+            if splits[no].family == family:
+                lengths[no] = units.length[units.split == no]
+        decided = [v for no, d in reason_of.items() if splits[no].family == family for v in d.values()]
+        kinds = (EXACT, NEAR) if family == "pretrain" else (EXACT,)
+        log(f"{family}: {len(units.keys):,} units; " + ", ".join(f"{REASONS[r]} {decided.count(r):,}" for r in kinds))
+    # 3-5: protected n-grams, train scans
+    pieces: dict[int, dict[int, list]] = {no: {} for no in range(len(splits))}
+    waived = np.zeros(0, dtype=np.uint64)
+    if xcfg["enabled"]:
+        sides = [
+            _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
+        ]
+        sides += _benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
+        index = protected_index([h for h, _ in sides])
+        limit = xcfg["max_ngram_units"]
+        if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
+            with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+                train_counts = sum(
+                    (
+                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads))
+                        for s in splits
+                        if s.split == "train"
+                    ),
+                    np.zeros(len(index), dtype=np.int64),
+                )
+            waived = _boilerplate(index, sides, train_counts, limit)
+            if len(waived):
+                index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
+        del sides
+        log(
+            f"{len(index):,} protected {n}-grams (val splits + {len(xcfg['benchmarks'])} benchmark files); "
+            f"{len(waived):,} waived as boilerplate (in more than {limit} units)"
+        )
+        with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+            for no, s in enumerate(splits):
+                if s.split != "train":
+                    continue
+                cuts = _decontaminate(
+                    s, reason_of[no], index, n, specials, xcfg["min_piece_tokens"], pool, 2 * max(1, num_threads)
+                )
+                for u, kept in cuts.items():
+                    if kept:
+                        pieces[no][u] = kept
+                    else:
+                        reason_of[no][u] = CONTAMINATED
+                whole = sum(not k for k in cuts.values())
+                log(f"{s.name}: {len(cuts):,} units hold protected {n}-grams ({whole:,} dropped whole)")
+    # 6: budgets, counts, files
+    files = {}
+    for no, s in enumerate(splits):
+        record = _split_record(s, lengths[no], reason_of[no], pieces[no], example_of[no])
+        files.setdefault((s.family, s.source, s.part), {})[s.split] = record
+    summary = {
+        "format_version": CURATION_FORMAT_VERSION,
+        "settings": {"dedup": dcfg, "decontamination": xcfg, "n_tokens": n},
+        "caches": {},
+    }
+    for (family, source, part), by_split in sorted(files.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        doc = {
+            "format_version": CURATION_FORMAT_VERSION,
+            "family": family,
+            "source": source,
+            "part": part,
+            "splits": by_split,
+        }
+        _write_decisions(decisions_path(cache_dir, family, source, part), doc)
+        name = f"{family}/{source}" + (f"/{part}" if part else "")
+        summary["caches"][name] = {
+            sp: {k: r[k] for k in ("read_tokens", "kept_tokens", "shortfall_tokens", "counts")}
+            for sp, r in by_split.items()
+        }
+    for family, source, part in found:  # caches not built: an empty decision
+        if (family, source, part) not in files:
+            doc = {
+                "format_version": CURATION_FORMAT_VERSION,
+                "family": family,
+                "source": source,
+                "part": part,
+                "splits": {},
+            }
+            _write_decisions(decisions_path(cache_dir, family, source, part), doc)
+    summary["waived_ngrams"] = len(waived)
+    with atomic_open(waived_path(cache_dir), "wb") as f:
+        np.save(f, np.sort(waived).astype("<u8"), allow_pickle=False)
+    atomic_write_json(summary_path(cache_dir), summary)
+    return summary
+
+
+def _write_decisions(path: str, doc: dict) -> None:
+    """Compact canonical JSON (sorted keys, no spaces): a decisions file can list millions of numbers."""
+    atomic_write_text(path, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def _split_record(s: RawSplit, lengths: np.ndarray, reasons: dict, pieces: dict, examples: list) -> dict:
+    eot_extra = 1 if s.family == "pretrain" else 0
+    kept_len = lengths.copy()
+    counts: dict[str, dict[str, int]] = {}
+
+    def count(reason: str, units: int, tokens: int) -> None:
+        c = counts.setdefault(reason, {"units": 0, "tokens": 0})
+        c["units"] += units
+        c["tokens"] += tokens
+
+    for u, r in reasons.items():
+        kept_len[u] = 0
+        count(REASONS[r], 1, int(lengths[u]))
+    for u, kept in pieces.items():
+        new = sum(b - a + eot_extra for a, b in kept)
+        count("contamination_cut", 1, int(lengths[u]) - sum(b - a for a, b in kept) - eot_extra)
+        kept_len[u] = new
+    total = int(kept_len.sum())
+    final = total if s.budget is None else min(total, s.budget)
+    if total > final:
+        count("over_budget", 0, total - final)
+    units = sorted(reasons)
+    cut = sorted(pieces)
+    read = int(lengths.sum())
+    read_budget = s.meta.get(f"max_{s.split}_tokens") if s.family == "pretrain" else None
+    margin_used_up = read_budget is not None and read >= read_budget  # the source had more text than was read
+    return {
+        "budget": s.budget,
+        "read_budget": read_budget,
+        "read_tokens": read,
+        "units": len(lengths),
+        "kept_tokens": final,
+        "shortfall_tokens": max(0, s.budget - final) if s.budget is not None and margin_used_up else 0,
+        "removed": {"units": units, "reasons": [REASONS[reasons[u]] for u in units]},
+        "pieces": {
+            "units": cut,
+            "counts": [len(pieces[u]) for u in cut],
+            "bounds": [x for u in cut for a, b in pieces[u] for x in (a, b)],
+        },
+        "counts": dict(sorted(counts.items())),
+        "examples": examples,
+    }

@@ -1,0 +1,64 @@
+"""Decontamination: the token n-grams no train unit may share with a protected text, and the cuts.
+
+Protected texts: every val split of every pretrain and SFT cache (after deduplication and the budget
+cut, i.e. exactly what the finished caches hold) and the files of `decontamination.benchmarks`, tokenized
+with the project tokenizer. Their n-grams (n = leakage.n_tokens, 13: the audit's, so the certificate
+checks what was removed) are the leakage audit's: inside one unit, no special id; hashed and indexed
+by report/ngrams.py.
+
+Train units: a pretrain document keeps its text outside the protected n-grams: every position covered by
+a protected n-gram is cut out, and each remaining stretch becomes a document of its own (its own eot, so
+no n-gram forms across a cut) if it holds at least `min_piece_tokens` tokens; shorter stretches are dropped.
+A span cut keeps the rest of a long document (a book that quotes one val sentence keeps all but that
+sentence); a whole-document rule would drop the book. An SFT example that holds a protected n-gram is
+removed whole: a cut inside a conversation would leave a reply without its question.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, windows_touching
+
+CONTAMINATION = "contamination"
+
+
+def special_table(special_ids) -> np.ndarray:
+    table = np.zeros(1 << 16, dtype=bool)
+    table[list(special_ids)] = True
+    return table
+
+
+def unit_ngrams(ids: np.ndarray, n: int, specials: np.ndarray) -> np.ndarray:
+    """Hashes of the n-grams of `ids` that hold no special id (so none crosses a unit's eot or role id)."""
+    ids = np.asarray(ids)
+    h = rolling_hashes(ids, n)
+    return h[~windows_touching(specials[ids], n)] if len(h) else h
+
+
+def protected_index(hash_arrays: list[np.ndarray]) -> NgramIndex:
+    """One index over the n-gram hashes of every protected text."""
+    index, _ = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64), *hash_arrays]))
+    return index
+
+
+def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:
+    """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` protects."""
+    ids = np.asarray(ids)
+    out = np.zeros(len(ids), dtype=bool)
+    h = rolling_hashes(ids, n)
+    if not len(h) or not len(index):
+        return out
+    hit = index.contains(h) & ~windows_touching(specials[ids], n)
+    if not hit.any():
+        return out
+    count = np.concatenate(([0], np.cumsum(hit)))  # position p is covered by a hit start in [p-n+1, p]
+    p = np.arange(len(ids))
+    return count[np.minimum(p + 1, len(hit))] - count[np.maximum(p - n + 1, 0).clip(max=len(hit))] > 0
+
+
+def kept_pieces(mask: np.ndarray, min_piece: int) -> list[tuple[int, int]]:
+    """[start, end) of every run of False in `mask` at least `min_piece` long."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([1], mask.astype(np.int8), [1]))))
+    starts, ends = edges[0::2], edges[1::2]
+    return [(int(a), int(b)) for a, b in zip(starts, ends) if b - a >= max(min_piece, 1)]

@@ -1,0 +1,325 @@
+"""curate -> apply -> certify on small raw caches written by the real writers (no Snakemake)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from niels_gpt.config import prepare_config
+from niels_gpt.curation.apply import apply_pretrain, apply_sft
+from niels_gpt.curation.benchmarks import BenchmarkError
+from niels_gpt.curation.certificate import CertificateError, certify
+from niels_gpt.curation.curate import curate, decisions_path
+from niels_gpt.layout import pretrain_dir, sft_dir
+from niels_gpt.pretrain.writer import build_pretrain_cache_presplit
+from niels_gpt.report.ngrams import rolling_hashes
+from niels_gpt.sft.writer import build_sft_cache
+from niels_gpt.token_files import TOKEN_DTYPE, DiskSequence, list_shards
+from tests.support.planted import _vocabulary
+
+
+def _docs(n: int, seed: int = 5) -> list[str]:
+    """n unrelated documents of 150..400 words drawn uniformly from 30,000 made-up words."""
+    rng = np.random.default_rng(seed)
+    vocab = _vocabulary(rng, 30_000)
+    return [" ".join(vocab[i] for i in rng.integers(0, len(vocab), rng.integers(150, 400))) for _ in range(n)]
+
+
+DOCS = _docs(12)
+
+
+def _near_copy(text: str) -> str:
+    """About 1 word in 100 replaced: shingle Jaccard ~0.9."""
+    words = text.split()
+    return " ".join("zzqx" if i % 100 == 50 else w for i, w in enumerate(words))
+
+
+def _pretrain(cache, source, train, val, tok, budgets=(None, None)):
+    out = pretrain_dir(f"{cache}/curation/raw", source)
+    build_pretrain_cache_presplit(
+        train,
+        val,
+        out,
+        tokenizer=tok,
+        max_train_tokens=budgets[0],
+        max_val_tokens=budgets[1],
+        seed=0,
+        num_threads=1,
+        provenance={"source": source},
+    )
+    return out
+
+
+def _sft(cache, source, chats, tok):
+    out = sft_dir(f"{cache}/curation/raw", source)
+    build_sft_cache(chats, out, tokenizer=tok, val_frac=0.5, seed=0, num_threads=1, source=source)
+    return out
+
+
+def _run(cache, raw, tok_path, **overrides):
+    cfg = prepare_config({"cache_dir": str(cache), **overrides}, source="test")
+    summary = curate(cfg, cache_dir=str(cache), raw_dirs=list(raw.values()), tokenizer_path=tok_path, log=print)
+    metas = {}
+    for (family, source), folder in raw.items():
+        decisions = decisions_path(cache, family, source)
+        if family == "pretrain":
+            metas[source] = apply_pretrain(
+                folder, pretrain_dir(cache, source), decisions, shard_bytes=1 << 20, settings={}
+            )
+        else:
+            metas[source] = apply_sft(folder, sft_dir(cache, source), decisions, settings={})
+    return cfg, summary, metas
+
+
+def _ids(cache, source, split="train"):
+    seq = DiskSequence(list_shards(f"{pretrain_dir(cache, source)}/{split}"), TOKEN_DTYPE)
+    return seq.read(0, len(seq))
+
+
+def _shares(tok, text, ids, n=13) -> bool:
+    probe = rolling_hashes(np.array(tok.encode(text), dtype=np.uint16), n)
+    return bool(np.isin(probe, rolling_hashes(ids, n)).any())
+
+
+def test_a_val_text_inside_a_train_document_is_cut_out_and_the_certificate_holds(
+    tmp_path, tiny_tokenizer, tiny_tokenizer_path
+):
+    val_text = DOCS[0]
+    host = DOCS[1] + "\n\n" + val_text + "\n\n" + DOCS[2]
+    raw = {
+        ("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", [DOCS[3]], [val_text], tiny_tokenizer),
+        ("pretrain", "fineweb_edu"): _pretrain(tmp_path, "fineweb_edu", [host, DOCS[4]], [DOCS[5]], tiny_tokenizer),
+    }
+    _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path)
+    ids = _ids(tmp_path, "fineweb_edu")
+    assert not _shares(tiny_tokenizer, val_text, ids)
+    assert _shares(tiny_tokenizer, DOCS[1], ids) and _shares(tiny_tokenizer, DOCS[2], ids)  # the rest is kept
+    assert metas["fineweb_edu"]["train_documents"] == 3  # two pieces + the other document
+    counts = metas["fineweb_edu"]["curation"]["splits"]["train"]["counts"]
+    assert counts["contamination_cut"]["units"] == 1 and counts["contamination_cut"]["tokens"] > 100
+    summary_file = tmp_path / "curation" / "summary.json"
+    result = certify(
+        tmp_path,
+        n=13,
+        benchmarks=[],
+        tokenizer_path=tiny_tokenizer_path,
+        summary_file=str(summary_file),
+        out=str(tmp_path / "certificate.json"),
+        table=str(tmp_path / "curation_table.html"),
+    )
+    assert result["holds"] and {p["shared_ngrams"] for p in result["pairs"]} == {0}
+    assert result["curation"] == summary
+    page = (tmp_path / "curation_table.html").read_text()
+    assert "pretrain/fineweb_edu" in page and "contamination_cut" in page and "Certificate: holds" in page
+
+
+def test_without_decontamination_the_certificate_names_the_pair(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    raw = {
+        ("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", [DOCS[1] + " " + DOCS[0]], [DOCS[0]], tiny_tokenizer)
+    }
+    _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"enabled": False})
+    with pytest.raises(CertificateError, match="pretrain/wikitext train shares .* 13-grams with pretrain/wikitext val"):
+        certify(
+            tmp_path,
+            n=13,
+            benchmarks=[],
+            tokenizer_path=tiny_tokenizer_path,
+            summary_file=None,
+            out=str(tmp_path / "c.json"),
+        )
+    assert not (tmp_path / "c.json").exists()
+    out = certify(
+        tmp_path,
+        n=13,
+        benchmarks=[],
+        tokenizer_path=tiny_tokenizer_path,
+        summary_file=None,
+        out=str(tmp_path / "c.json"),
+        required=False,
+    )
+    assert not out["holds"]
+
+
+def test_duplicates_across_sources_keep_val_then_the_source_priority_copy(
+    tmp_path, tiny_tokenizer, tiny_tokenizer_path
+):
+    raw = {
+        ("pretrain", "fineweb_edu"): _pretrain(
+            tmp_path, "fineweb_edu", [DOCS[0], DOCS[1], DOCS[6]], [DOCS[2]], tiny_tokenizer
+        ),
+        ("pretrain", "wikitext"): _pretrain(
+            tmp_path, "wikitext", [DOCS[0].upper(), DOCS[3]], [_near_copy(DOCS[6])], tiny_tokenizer
+        ),
+    }
+    _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"enabled": False})
+    # DOCS[0]: exact (case ignored), fineweb_edu first in the registry; DOCS[6]: near copy of a val document
+    assert summary["caches"]["pretrain/wikitext"]["train"]["counts"]["exact_duplicate"]["units"] == 1
+    assert summary["caches"]["pretrain/fineweb_edu"]["train"]["counts"]["near_duplicate"]["units"] == 1
+    assert metas["fineweb_edu"]["train_documents"] == 2 and metas["wikitext"]["train_documents"] == 1
+    _, summary, _ = _run(
+        tmp_path, raw, tiny_tokenizer_path, decontamination={"enabled": False}, dedup={"source_priority": ["wikitext"]}
+    )
+    assert summary["caches"]["pretrain/fineweb_edu"]["train"]["counts"]["exact_duplicate"]["units"] == 1
+    assert "exact_duplicate" not in summary["caches"]["pretrain/wikitext"]["train"]["counts"]
+
+
+@pytest.mark.parametrize(
+    "dedup, removed",
+    [
+        ({}, 1),
+        ({"near": False}, 0),
+        ({"jaccard_threshold": 0.97}, 0),
+        ({"bands": 1, "rows": 256}, 0),  # one band of 256 bins: a 0.9 pair almost never agrees on all
+        ({"enabled": False}, 0),
+    ],
+)
+def test_near_duplicate_settings(tmp_path, tiny_tokenizer, tiny_tokenizer_path, dedup, removed):
+    raw = {
+        ("pretrain", "wikitext"): _pretrain(
+            tmp_path, "wikitext", [DOCS[0], _near_copy(DOCS[0])], [DOCS[1]], tiny_tokenizer
+        )
+    }
+    _, summary, _ = _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"enabled": False}, dedup=dedup)
+    counts = summary["caches"]["pretrain/wikitext"]["train"]["counts"]
+    assert counts.get("near_duplicate", {}).get("units", 0) == removed
+
+
+def test_shingle_words_one_compares_bags_of_words(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    shuffled = " ".join(sorted(DOCS[0].split()))
+    raw = {("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", [DOCS[0], shuffled], [DOCS[1]], tiny_tokenizer)}
+    for shingle_words, removed in ((5, 0), (1, 1)):
+        _, summary, _ = _run(
+            tmp_path,
+            raw,
+            tiny_tokenizer_path,
+            decontamination={"enabled": False},
+            dedup={"shingle_words": shingle_words},
+        )
+        assert (
+            summary["caches"]["pretrain/wikitext"]["train"]["counts"].get("near_duplicate", {}).get("units", 0)
+            == removed
+        )
+
+
+def test_budget_stays_exact_after_removals_and_a_shortfall_is_recorded(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    train = [DOCS[0], DOCS[0], DOCS[1], DOCS[2], DOCS[3]]
+    n0 = len(tiny_tokenizer.encode(DOCS[0])) + 1
+    raw = {
+        ("pretrain", "fineweb_edu"): _pretrain(
+            tmp_path, "fineweb_edu", train, [DOCS[4]], tiny_tokenizer, budgets=(3 * n0, None)
+        )
+    }
+    sources = {"fineweb_edu": {"max_train_tokens": 2 * n0, "max_val_tokens": None}}
+    _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path, sources=sources)
+    assert metas["fineweb_edu"]["train_tokens"] == 2 * n0 == len(_ids(tmp_path, "fineweb_edu"))
+    assert metas["fineweb_edu"]["curation"]["splits"]["train"]["shortfall_tokens"] == 0
+    sources["fineweb_edu"]["max_train_tokens"] = 3 * n0  # the margin was used up: one copy removed, 3 n0 read
+    _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path, sources=sources)
+    rec = metas["fineweb_edu"]["curation"]["splits"]["train"]
+    assert rec["shortfall_tokens"] == 3 * n0 - metas["fineweb_edu"]["train_tokens"] > 0
+
+
+def test_min_piece_tokens_drops_short_stretches(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    host = "tiny start " + DOCS[0] + " " + DOCS[4]
+    raw = {("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", [host, DOCS[2]], [DOCS[0]], tiny_tokenizer)}
+    _, _, metas = _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"min_piece_tokens": 100})
+    assert metas["wikitext"]["train_documents"] == 2  # the short start is dropped, DOCS[4] stays
+    assert metas["wikitext"]["curation"]["splits"]["train"]["counts"]["contamination_cut"]["units"] == 1
+    _, _, metas = _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"min_piece_tokens": 1})
+    assert metas["wikitext"]["train_documents"] == 3
+    ids = _ids(tmp_path, "wikitext")
+    assert _shares(tiny_tokenizer, DOCS[4], ids) and not _shares(tiny_tokenizer, DOCS[0], ids)
+
+
+def test_benchmark_files_are_protected_and_bad_ones_named(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    bench = tmp_path / "eval.jsonl"
+    bench.write_text(json.dumps({"question": DOCS[5], "choices": ["a", "b"]}) + "\n", encoding="utf-8")
+    raw = {
+        ("pretrain", "wikitext"): _pretrain(
+            tmp_path, "wikitext", [DOCS[1] + " " + DOCS[5], DOCS[2]], [DOCS[3]], tiny_tokenizer
+        )
+    }
+    _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"benchmarks": [str(bench)]})
+    assert not _shares(tiny_tokenizer, DOCS[5], _ids(tmp_path, "wikitext"))
+    result = certify(
+        tmp_path,
+        n=13,
+        benchmarks=[str(bench)],
+        tokenizer_path=tiny_tokenizer_path,
+        summary_file=None,
+        out=str(tmp_path / "c.json"),
+    )
+    assert result["holds"] and any(p["protected"].startswith("benchmark ") for p in result["pairs"])
+    bench.write_text('{"ok": "x"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(BenchmarkError, match=r"eval.jsonl, line 2: not JSON"):
+        _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"benchmarks": [str(bench)]})
+
+
+def _chat(q, a):
+    return [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+
+
+def test_sft_exact_duplicates_across_sources_and_contaminated_examples_are_removed(
+    tmp_path, tiny_tokenizer, tiny_tokenizer_path
+):
+    chats = [_chat(f"question {i}", DOCS[i % 12][:400]) for i in range(8)]
+    raw = {
+        ("sft", "dolly15k"): _sft(tmp_path, "dolly15k", chats, tiny_tokenizer),
+        ("sft", "oasst1"): _sft(tmp_path, "oasst1", chats[:4], tiny_tokenizer),
+    }
+    _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path)
+    total = sum(m["train_examples"] + m["val_examples"] for m in metas.values())
+    assert total < 12
+    o = summary["caches"]["sft/oasst1"]
+    assert sum(c["units"] for s in o.values() for c in s["counts"].values()) >= 2
+    assert metas["oasst1"]["splits"]["train"]["num_examples"] == metas["oasst1"]["train_examples"]
+
+
+def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch):
+    from niels_gpt.curation import raw as raw_module
+
+    host = DOCS[1] + " " + DOCS[0]
+    raw = {
+        ("pretrain", "wikitext"): _pretrain(
+            tmp_path, "wikitext", [host, DOCS[2], DOCS[2].lower()], [DOCS[0]], tiny_tokenizer
+        ),
+        ("sft", "primer"): _sft(tmp_path, "primer", [_chat(f"q {i}", DOCS[i][:300]) for i in range(6)], tiny_tokenizer),
+    }
+    files = [decisions_path(tmp_path, "pretrain", "wikitext"), decisions_path(tmp_path, "sft", "primer")]
+    _run(tmp_path, raw, tiny_tokenizer_path)
+    whole = [open(f, "rb").read() for f in files]
+    monkeypatch.setattr(raw_module, "CHUNK_TOKENS", 50)  # every document read across several chunks
+    _run(tmp_path, raw, tiny_tokenizer_path)
+    assert [open(f, "rb").read() for f in files] == whole
+    assert json.loads(whole[0])["splits"]["train"]["counts"]["exact_duplicate"]["units"] == 1
+
+
+def test_max_ngram_units_waives_boilerplate_shared_by_many_units(tmp_path, tiny_tokenizer, tiny_tokenizer_path):
+    phrase = "let me know if you would like another example of this kind of thing today"
+    train = [f"{DOCS[i]} {phrase}" for i in range(1, 12)]  # the phrase in 11 train documents and 1 val document
+    raw = {("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", train, [DOCS[0] + " " + phrase], tiny_tokenizer)}
+    waived = tmp_path / "curation" / "waived_ngrams.npy"
+
+    def run(limit):
+        _, summary, metas = _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"max_ngram_units": limit})
+        cert = certify(
+            tmp_path,
+            n=13,
+            benchmarks=[],
+            tokenizer_path=tiny_tokenizer_path,
+            summary_file=None,
+            out=str(tmp_path / "c.json"),
+            waived_file=str(waived),
+        )
+        return summary, metas["wikitext"]["curation"]["splits"]["train"]["counts"], cert
+
+    summary, counts, cert = run(10)  # 12 units hold the phrase's n-grams: boilerplate, not protected
+    assert summary["waived_ngrams"] > 0 and cert["holds"]
+    # at most a chance 13-gram across a document's last letters and the phrase (shared by 2 units) is cut
+    assert counts.get("contamination_cut", {"tokens": 0})["tokens"] <= 13
+    assert _shares(tiny_tokenizer, phrase, _ids(tmp_path, "wikitext"))
+    summary, counts, cert = run(None)  # every n-gram protected: the phrase is cut from all 11
+    assert summary["waived_ngrams"] == 0 and counts["contamination_cut"]["units"] == 11 and cert["holds"]
+    assert not _shares(tiny_tokenizer, phrase, _ids(tmp_path, "wikitext"))
+    summary, counts, _ = run(12)  # held by exactly 12 units: not more than 12, still protected
+    assert summary["waived_ngrams"] == 0 and counts["contamination_cut"]["units"] == 11
