@@ -1,6 +1,7 @@
 """curate -> apply -> certify on small raw caches written by the real writers (no Snakemake)."""
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -118,26 +119,11 @@ def test_without_decontamination_the_certificate_names_the_pair(tmp_path, tiny_t
         ("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", [DOCS[1] + " " + DOCS[0]], [DOCS[0]], tiny_tokenizer)
     }
     _run(tmp_path, raw, tiny_tokenizer_path, decontamination={"enabled": False})
+    run = partial(certify, tmp_path, n=13, benchmarks=[], tokenizer_path=tiny_tokenizer_path, summary_file=None)
     with pytest.raises(CertificateError, match="pretrain/wikitext train shares .* 13-grams with pretrain/wikitext val"):
-        certify(
-            tmp_path,
-            n=13,
-            benchmarks=[],
-            tokenizer_path=tiny_tokenizer_path,
-            summary_file=None,
-            out=str(tmp_path / "c.json"),
-        )
+        run(out=str(tmp_path / "c.json"))
     assert not (tmp_path / "c.json").exists()
-    out = certify(
-        tmp_path,
-        n=13,
-        benchmarks=[],
-        tokenizer_path=tiny_tokenizer_path,
-        summary_file=None,
-        out=str(tmp_path / "c.json"),
-        required=False,
-    )
-    assert not out["holds"]
+    assert not run(out=str(tmp_path / "c.json"), required=False)["holds"]
 
 
 def test_duplicates_across_sources_keep_val_then_the_source_priority_copy(
