@@ -60,7 +60,19 @@ def result_line(group: Group) -> str:
 
 
 # The order of the result lines: the way the data flows (the DAG's own order is arbitrary), then by name.
-FLOW = ("tokenizer", "pretrain", "sft", "streams")
+FLOW = (
+    "tokenizer",
+    "pretrain",
+    "pretrain_part",
+    "sft",
+    "curate",
+    "curate_pretrain",
+    "curate_pretrain_part",
+    "pretrain_merge",
+    "curate_sft",
+    "streams",
+    "certificate",
+)
 
 
 def _flow_order(group: Group) -> tuple[int, str]:

@@ -65,6 +65,23 @@ def test_a_successful_run_prints_one_line_per_job_from_its_meta(tmp_path):
     assert len(lines) == 4
 
 
+def test_curation_jobs_come_between_the_raw_builds_and_the_reports(tmp_path):
+    names = ["report_sft", "certificate", "curate_sft (source=primer)", "streams (source=wiki)", "curate"]
+    names += ["sft (source=primer)", "pretrain_merge (source=fineweb_edu)", "pretrain (source=wikitext)"]
+    groups = [job(tmp_path, name, {f"{k}/out.txt": "x"}, log="") for k, name in enumerate(names)]
+    lines = [line.split(":")[0].strip() for line in success_message(groups).splitlines()[1:]]
+    assert lines == [
+        "pretrain (source=wikitext)",
+        "sft (source=primer)",
+        "curate",
+        "pretrain_merge (source=fineweb_edu)",
+        "curate_sft (source=primer)",
+        "streams (source=wiki)",
+        "certificate",
+        "report_sft",
+    ]
+
+
 def test_a_failed_run_names_what_was_kept_and_ends_with_the_error_line(tmp_path):
     log = "sft/primer: T_max=1024\nTraceback? no\nerror: data/primer.jsonl:3: 'messages' must be a list, got str\n"
     broken = job(tmp_path, "sft (source=primer)", {"sft/primer/meta.json": None}, log=log)
