@@ -87,6 +87,7 @@ FORMAT_VERSION = 5
 TOKENIZER_FORMAT_VERSION = 4  # the tokenizer's bytes did not change with format 5
 STREAM_FORMAT_VERSION = 3
 REPORT_FORMAT_VERSION = 1  # the report's figures and leakage.json (niels_gpt/report)
+CURATION_FORMAT_VERSION = 1  # curate's decisions, summary.json and the certificate (niels_gpt/curation)
 
 # The report's files by family: each family is one job that reads only that family's caches, so a
 # figure is redrawn only when a cache it shows changes. SVG: text stays text, and the bytes are
@@ -175,3 +176,24 @@ def stream_meta_beside(bin_path: PathLike) -> str | None:
     """The .meta.json of the stream whose .bin is `bin_path` (None if it is not named like one)."""
     path = str(bin_path)
     return path[: -len(STREAM_BIN_SUFFIX)] + STREAM_META_SUFFIX if path.endswith(STREAM_BIN_SUFFIX) else None
+
+
+# -- curation (niels_gpt/curation): here, not there, so that the Snakefile's parse imports no curation code ---
+RAW_DIR = "curation/raw"  # under the cache dir: the source builds' raw caches, curate's inputs
+
+
+def decisions_dir(cache_dir) -> str:
+    return f"{cache_dir}/curation/decisions"
+
+
+def decisions_path(cache_dir, family: str, source: str, part: str | None = None) -> str:
+    return f"{decisions_dir(cache_dir)}/{family}/{source}" + (f"/{part}" if part else "") + ".json"
+
+
+def summary_path(cache_dir) -> str:
+    return f"{cache_dir}/curation/summary.json"
+
+
+def waived_path(cache_dir) -> str:
+    """The protected n-gram hashes waived as boilerplate (sorted uint64, .npy): the certificate skips them."""
+    return f"{cache_dir}/curation/waived_ngrams.npy"

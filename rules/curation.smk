@@ -6,7 +6,7 @@
 # curate reads every raw cache, the val splits and decontamination.benchmarks; each apply job reads its raw
 # cache and its own decisions file, so pretrain_merge, the report and training read curated caches unchanged.
 
-from niels_gpt.curation.curate import CURATION_FORMAT_VERSION, decisions_path, summary_path, waived_path
+from niels_gpt.layout import CURATION_FORMAT_VERSION, decisions_path, summary_path, waived_path
 
 RAW_FOLDERS = {  # (family, source, part) -> raw cache folder, every one the builds write
     **{("pretrain", s, None): layout.pretrain_dir(f"{CACHE}/{RAW_DIR}", s) for s in WHOLE_SOURCES},

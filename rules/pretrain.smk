@@ -10,7 +10,7 @@
 # rebuilt makes the merge run again.
 
 from niels_gpt.data.registry import PRETRAIN_SOURCES, STREAMED_SOURCES, source_input_files
-from niels_gpt.curation.raw import RAW_DIR
+from niels_gpt.layout import RAW_DIR
 from niels_gpt.layout import FORMAT_VERSION
 
 PRETRAIN_DIR = layout.pretrain_dir(CACHE, "{source}")  # the rules name their files with layout's names

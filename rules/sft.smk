@@ -4,7 +4,7 @@
 # `sft` writes the raw cache (cache/curation/raw/sft/{source}/); rules/curation.smk curates it into cache/sft/.
 
 from niels_gpt.data.registry import SFT_SOURCES, source_input_files
-from niels_gpt.curation.raw import RAW_DIR
+from niels_gpt.layout import RAW_DIR
 from niels_gpt.layout import FORMAT_VERSION
 
 SFT_DIR = layout.sft_dir(CACHE, "{source}")

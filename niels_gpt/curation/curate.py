@@ -40,31 +40,14 @@ from niels_gpt.curation.dedup import EXACT, KEEP, NEAR, REASONS, deduplicate, do
 from niels_gpt.curation.raw import RawSplit, doc_chunks, ordered_splits, raw_root, unit_chunks
 from niels_gpt.curation.words import WordTable
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
+from niels_gpt.layout import CURATION_FORMAT_VERSION, decisions_dir, decisions_path, summary_path, waived_path
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget
 from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, windows_touching
 
-CURATION_FORMAT_VERSION = 1
 CONTAMINATED = 3
 REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
-
-
-def decisions_dir(cache_dir) -> str:
-    return f"{cache_dir}/curation/decisions"
-
-
-def decisions_path(cache_dir, family: str, source: str, part: str | None = None) -> str:
-    return f"{decisions_dir(cache_dir)}/{family}/{source}" + (f"/{part}" if part else "") + ".json"
-
-
-def summary_path(cache_dir) -> str:
-    return f"{cache_dir}/curation/summary.json"
-
-
-def waived_path(cache_dir) -> str:
-    """The protected n-gram hashes waived as boilerplate (sorted uint64, .npy): the certificate skips them."""
-    return f"{cache_dir}/curation/waived_ngrams.npy"
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:

@@ -23,10 +23,10 @@ import numpy as np
 
 from niels_gpt import layout
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
+from niels_gpt.layout import RAW_DIR
 from niels_gpt.meta import is_built, read_meta
 from niels_gpt.token_files import TOKEN_DTYPE, DiskSequence, list_shards
 
-RAW_DIR = "curation/raw"
 # Units are read in chunks of ~2 M tokens (4 MB; the keys of one chunk take ~150 MB of temporaries, a few
 # chunks are in flight): memory flat in the corpus size.
 CHUNK_TOKENS = 1 << 21
