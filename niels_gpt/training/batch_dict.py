@@ -16,9 +16,12 @@ A dict batch holds int64 tensors of shape (B, T) (a dict item of a map-style dat
 The ignore value is always -100: y_masked read with another negative ignore_index is converted, a
 non-negative one (it could be a token id) is refused. In packed rows a token that starts an example is
 never a target (the SFT reader ignores it), so the last token of example i predicts nothing of example i+1.
+`Batch` is a MixedLoader batch as named tensors (x, y, ...; loader.py); `Batch.as_dict()` its dict batch.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -94,3 +97,28 @@ def items(batch: dict) -> list[dict]:
     """The rows of a dict batch as dict items ((T,) views), in order; default_collate stacks them back."""
     rows = len(batch["input_ids"])
     return [{key: value[i] for key, value in batch.items()} for i in range(rows)]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """x, y: (B, T) int64 on the sources' device; SFT sources add y_masked (int64), packed SFT sources
+    segment_ids (int32, 0 = padding, 1..k = the k-th example of the row) and position_ids (int64,
+    restarting at 0 at each example); fields a source does not return are None.
+    source: int64 (B,) on the CPU, row i came from `loader.names[source[i]]`. step: the batch number.
+    epochs (epoch mode, else None): {name: epochs of that source this rank has completed}."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    source: torch.Tensor
+    step: int
+    y_masked: torch.Tensor | None = None
+    segment_ids: torch.Tensor | None = None
+    position_ids: torch.Tensor | None = None
+    epochs: dict[str, int] | None = None  # epoch mode: completed epochs of each source after this batch
+
+    def as_dict(self, ignore_index: int = IGNORE_INDEX, *, one_buffer: bool = False) -> dict[str, torch.Tensor]:
+        """The dict batch of these rows (niels_gpt.training.batch_dict: input_ids, labels, shift_labels,
+        position_ids, packed rows segment_ids); `ignore_index`: what y_masked ignores (loader.ignore_index);
+        `one_buffer`: its tensors views of one buffer (one shared-memory block when sent to another process)."""
+        fields = (self.x, self.y, self.y_masked, self.segment_ids, self.position_ids)
+        return as_dict(*fields, ignore_index=ignore_index, one_buffer=one_buffer)

@@ -13,13 +13,10 @@ same ignore_index (`loader.ignore_index`, for the loss). What the sources must s
 Sources with weight 0 at every step are dropped before anything else (never read, not part of `names`),
 so adding a zero-weight source never changes a batch.
 
-mode="random": every batch is drawn independently, with replacement. Batch number `step` on rank `r`
-is a pure function of (seed, step, r) and the sources: a fresh generator
-`torch.Generator().manual_seed(derive_seed(seed, step, rank))` (niels_gpt.sampling) draws, in order,
-  1. `draw_sources(p(step), B, g)`: the source of every row (sources in sorted-name order);
-  2. for each source with k > 0 rows, in sorted-name order: `source.get_batch(B=k, generator=g)`;
-     its rows go, in order, to the batch rows that drew it.
-Ranks sample independently (rank r's stream depends on (seed, step, r) only); there is no epoch.
+mode="random": every batch is drawn independently, with replacement: batch number `step` on rank `r` is
+a pure function of (seed, step, r), the schedule and the sources (random_mixer.py: a generator seeded with
+derive_seed(seed, step, rank) draws the source of every row, then each source's rows in name order).
+Ranks sample independently; there is no epoch.
 
 mode="epoch": every item of a source is read once per epoch of that source. Each source is then
 also a sequence of items: `len(source)` and `source.rows(ids)` -> the tuple get_batch returns, as
@@ -59,57 +56,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from niels_gpt import layout
-from niels_gpt.chat_template import IGNORE_INDEX
-from niels_gpt.sampling import derive_seed, mixture_probs
-from niels_gpt.training import batch_dict
+from niels_gpt.sampling import derive_seed
+from niels_gpt.training import random_mixer
 from niels_gpt.training.assembly import Assembler, scatter_batches
+from niels_gpt.training.batch_dict import Batch
+from niels_gpt.training.caches import FromCaches
 from niels_gpt.training.epoch_mixer import EpochMixer
-from niels_gpt.training.ledger import Ledger, batch_digest, first_parting, name_id, replay_digests
+from niels_gpt.training.ledger import Ledger, batch_digest, name_id, replay_digests
 from niels_gpt.training.plan import STATE_VERSION, refuse_other_plan
+from niels_gpt.training.random_mixer import draw_rows
 from niels_gpt.training.schedule import Schedule
-from niels_gpt.training.sources import (
-    FIELDS,
-    check_same_tokenizer,
-    common_ignore_index,
-    open_weighted,
-    probe,
-)
+from niels_gpt.training.sources import FIELDS, check_same_tokenizer, common_ignore_index, probe
+
+__all__ = ["MODES", "Batch", "MixedLoader", "check_int", "check_names", "draw_rows"]
 
 MODES = ("random", "epoch")
-
-
-@dataclass(frozen=True)
-class Batch:
-    """x, y: (B, T) int64 on the sources' device; SFT sources add y_masked (int64), packed SFT sources
-    segment_ids (int32, 0 = padding, 1..k = the k-th example of the row) and position_ids (int64,
-    restarting at 0 at each example); fields a source does not return are None.
-    source: int64 (B,) on the CPU, row i came from `loader.names[source[i]]`. step: the batch number.
-    epochs (epoch mode, else None): {name: epochs of that source this rank has completed}."""
-
-    x: torch.Tensor
-    y: torch.Tensor
-    source: torch.Tensor
-    step: int
-    y_masked: torch.Tensor | None = None
-    segment_ids: torch.Tensor | None = None
-    position_ids: torch.Tensor | None = None
-    epochs: dict[str, int] | None = None  # epoch mode: completed epochs of each source after this batch
-
-    def as_dict(self, ignore_index: int = IGNORE_INDEX, *, one_buffer: bool = False) -> dict[str, torch.Tensor]:
-        """The dict batch of these rows (niels_gpt.training.batch_dict: input_ids, labels, shift_labels,
-        position_ids, packed rows segment_ids); `ignore_index`: what y_masked ignores (loader.ignore_index);
-        `one_buffer`: its tensors views of one buffer (one shared-memory block when sent to another process)."""
-        fields = (self.x, self.y, self.y_masked, self.segment_ids, self.position_ids)
-        return batch_dict.as_dict(*fields, ignore_index=ignore_index, one_buffer=one_buffer)
 
 
 def check_int(name: str, value, low: int, high: int | None = None) -> int:
@@ -131,25 +98,7 @@ def check_names(schedule: Schedule, sources: Mapping[str, Any]) -> None:
         )
 
 
-_LAST_MIXTURE: tuple = (None, None)  # (weights, their probabilities tensor) of the last flat step drawn
-
-
-def draw_rows(schedule: Schedule, step: int, B: int, g: torch.Generator) -> torch.Tensor:
-    """The source of each of the B rows of random-mode batch `step` (int64 (B,), indices into schedule.names):
-    draw_sources' multinomial."""
-    global _LAST_MIXTURE
-    p = schedule.at(step)
-    if schedule.flat(step):  # one weights object per breakpoint: its tensor kept (mixture_probs costs ~2 us)
-        last, probs = _LAST_MIXTURE
-        if last is not p:
-            probs = mixture_probs(p)[1]
-            _LAST_MIXTURE = (p, probs)
-        return torch.multinomial(probs, B, replacement=True, generator=g)
-    # the same draw; a mixture per step would churn draw_sources' cache (measured 2x slower at B=64)
-    return torch.multinomial(torch.tensor(list(p.values()), dtype=torch.float64), B, True, generator=g)
-
-
-class MixedLoader:
+class MixedLoader(FromCaches):
     """Endless deterministic batches over `sources` mixed by `p`; resumable, sharded by rank."""
 
     def __init__(
@@ -230,38 +179,14 @@ class MixedLoader:
         return Batch(**dict(zip(FIELDS, out)), source=idx, step=step), which, self.assembler.drawn
 
     def random_draws(self, step: int, *, rank: int | None = None, schedule: Schedule | None = None, generator=None):
-        """(names, which, [(name, where)]) of random-mode batch `step` on `rank` under `schedule` (default: this
-        loader's), drawn as batch_at draws them but without reading a row: `which` indexes `names` (the
-        schedule's sources), `where` as Assembler.draw gives it (None for sources with get_batch alone)."""
-        schedule = self.schedule if schedule is None else schedule
-        rank = self.rank if rank is None else rank
-        g = (generator or torch.Generator()).manual_seed(derive_seed(self.seed, step, rank))  # reseeded: as new
-        which = draw_rows(schedule, step, self.B, g).numpy()
-        names, places = schedule.names, []
-        for k, count in enumerate(np.bincount(which, minlength=len(names)).tolist()):
-            if count:
-                name = names[k]
-                if name not in self.sources:
-                    raise ValueError(f"step {step:,} draws source {name!r}, which this loader does not have")
-                places.append((name, self.assembler.draw(self._index[name], count, g)))
-        return names, which, places
+        """(names, which, [(name, where)]) of random-mode batch `step` on `rank` (default: this loader's) under
+        `schedule` (default: this loader's), without reading a row (random_mixer.random_draws)."""
+        rank, schedule = self.rank if rank is None else rank, self.schedule if schedule is None else schedule
+        return random_mixer.random_draws(self, step, rank=rank, schedule=schedule, generator=generator)
 
     def batch_digests(self, first: int, last: int, *, rank: int, schedule: Schedule) -> bytes:
-        """The ledger's record (ledger.batch_digest, 16 bytes) of random-mode batches first..last-1 on `rank` under
-        `schedule`, one after the other, recomputed from their draws (no row read)."""
-        generator, out = torch.Generator(), []
-        for step in range(first, last):
-            names, which, places = self.random_draws(step, rank=rank, schedule=schedule, generator=generator)
-            ids = self._ids if names == self.names else np.array([name_id(n) for n in names], dtype=np.int64)
-            out.append(batch_digest(ids[which], [where for _, where in places]))
-        return b"".join(out)
-
-    def _random_ledger(self, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
-        """The ledger of random-mode batches 0..steps-1 on `rank` under `schedule`, recomputed (no row read;
-        long replays split over processes: ledger.replay_digests)."""
-        ledger = Ledger()
-        ledger.add_digests(replay_digests(partial(self.batch_digests, rank=rank, schedule=schedule), 0, steps))
-        return ledger
+        """The ledger's 16-byte record of random-mode batches first..last-1 (random_mixer.batch_digests)."""
+        return random_mixer.batch_digests(self, first, last, rank=rank, schedule=schedule)
 
     def _epoch_batch(self) -> Batch:
         """The next epoch-mode batch (epoch_mixer.py); advances the round robin and the cursors."""
@@ -376,31 +301,9 @@ class MixedLoader:
                 raise ValueError(
                     f"refusing to resume: the state's schedule history does not fit this loader ({e})"
                 ) from None
-            self.ledger = self._check_random_ledger(state.get("ledger"), step, past)
+            self.ledger = random_mixer.check_random_ledger(self, state.get("ledger"), step, past)
             self.history = effective
         self.step = step
-
-    def _check_random_ledger(self, saved: Any, steps: int, past: Schedule) -> Ledger:
-        """This rank's ledger after `steps` random-mode batches, once the history of the rank that saved `saved`
-        (its draws under the saved schedule `past`, recomputed) proves to be the one it records."""
-        rank = saved.get("rank") if isinstance(saved, Mapping) else None
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.world_size:
-            parting = "the state has no ledger" if not isinstance(saved, Mapping) else f"its ledger's rank is {rank!r}"
-        else:
-            try:
-                replayed = self._random_ledger(steps, rank=rank, schedule=past)
-            except ValueError as e:
-                replayed, parting = None, str(e)
-            else:
-                parting = first_parting(saved, replayed)
-        if parting:
-            raise ValueError(
-                f"refusing to resume: the data order recomputed from the caches, the schedule and this code does "
-                f"not match the state's ledger ({parting}); resume with the caches and niels_gpt that saved it"
-            )
-        if rank == self.rank:
-            return replayed
-        return self._random_ledger(steps, rank=self.rank, schedule=past)
 
     def __repr__(self) -> str:
         return (
@@ -416,56 +319,3 @@ class MixedLoader:
         share_windows(list(self.sources.values()), self.device, what=f"the caches of {self.names}")
         self.assembler = Assembler(self.sources, B=self.B, T=self.T, device=self.device)
         return self
-
-    # -- caches on disk ------------------------------------------------------------------------
-    # Each opener says which caches it reads and how it opens one; `mixing` is the rest of the
-    # constructor's arguments (B, seed, and rank, world_size, mode when given), passed on unchanged.
-    @classmethod
-    def pretrain(
-        cls, cache_dir, split="train", *, p, T: int, device="cpu", tokenizer=None, resident: bool = False, **mixing
-    ) -> MixedLoader:
-        """Sources `{cache_dir}/pretrain/{name}/{split}` (PretrainTokenStreamDataset) for every name with
-        weight > 0 in `p`; `resident=True`: their shards in the memory of `device`, batches made there."""
-        from niels_gpt.pretrain.dataset import PretrainTokenStreamDataset
-
-        def open_source(root: Path):
-            return PretrainTokenStreamDataset(root / split, T=T, device=device, tokenizer=tokenizer)
-
-        loader = cls._from_caches(layout.pretrain_dir, cache_dir, open_source, p=p, **mixing)
-        return loader.made_resident() if resident else loader
-
-    @classmethod
-    def sft(
-        cls,
-        cache_dir,
-        split: str = "train",
-        *,
-        p: Mapping[str, float],
-        T: int,
-        seed: int,
-        device: str = "cpu",
-        tokenizer=None,
-        packing: bool = False,
-        ignore_index: int = IGNORE_INDEX,
-        resident: bool = False,
-        **mixing,
-    ) -> MixedLoader:
-        """Sources `{cache_dir}/sft/{name}` (SFTExampleDataset.from_cache_dir) for every name with weight > 0
-        in `p`; `packing=True` packs every source (packing seed: `seed`). With packing, p is each
-        source's share of rows, i.e. of tokens, no longer of examples. `resident=True`: the caches in the
-        memory of `device`, batches made there."""
-        from niels_gpt.sft.dataset import SFTExampleDataset
-
-        options = dict(T=T, device=device, tokenizer=tokenizer, packing=packing, seed=seed, ignore_index=ignore_index)
-        options["resident"] = resident
-
-        def open_source(root: Path):
-            return SFTExampleDataset.from_cache_dir(root, split, **options)
-
-        return cls._from_caches(layout.sft_dir, cache_dir, open_source, p=p, seed=seed, **mixing)
-
-    @classmethod
-    def _from_caches(cls, source_dir, cache_dir, open_source, *, p, **settings) -> MixedLoader:
-        """The loader over `open_source(source_dir(cache_dir, name))` for every source with weight > 0 somewhere."""
-        schedule = Schedule.of(p).used()
-        return cls(open_weighted(schedule, source_dir, cache_dir, open_source), p=schedule, **settings)

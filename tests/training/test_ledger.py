@@ -200,16 +200,16 @@ def test_a_random_state_of_any_rank_resumes_every_rank(loader_caches, rank):
 
 
 def test_a_changed_random_mixer_is_refused_naming_where_the_histories_part(loader_caches, monkeypatch):
-    from niels_gpt.training import loader as loader_module
+    from niels_gpt.training import random_mixer
 
     state = json.loads(json.dumps(saved_random(loader_caches)))
-    draw = loader_module.draw_rows
+    draw = random_mixer.draw_rows
 
     def changed(schedule, step, B, g):  # batches from 5 on draw their sources the other way round
         idx = draw(schedule, step, B, g)
         return idx.flip(0) if step >= 5 else idx
 
-    monkeypatch.setattr(loader_module, "draw_rows", changed)
+    monkeypatch.setattr(random_mixer, "draw_rows", changed)
     with pytest.raises(ValueError, match=r"not match the state's ledger \(the histories part at a batch from 4 to 7"):
         loader(loader_caches, "random").load_state_dict(state)
 
