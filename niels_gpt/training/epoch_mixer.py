@@ -29,7 +29,7 @@ import numpy as np
 
 from niels_gpt.sampling import splitmix64
 from niels_gpt.training.epoch_order import RankCursor
-from niels_gpt.training.ledger import Ledger, first_parting, name_id
+from niels_gpt.training.ledger import Ledger, first_parting, name_id, refusal
 from niels_gpt.training.round_robin import ScheduledRoundRobin
 from niels_gpt.training.schedule import Schedule
 
@@ -60,7 +60,7 @@ class EpochMixer:
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.round_robin = ScheduledRoundRobin(schedule)
         self.cursors = {name: self._cursor(name, 0, 0) for name in self.names}
-        self.ledger, self._taken = Ledger(), []
+        self.ledger, self._taken = Ledger(anchors=schedule.steps), []
         self._ids = np.array([name_id(name) for name in self.names], dtype=np.int64)
 
     def _cursor(self, name: str, epoch: int, cursor: int) -> RankCursor:
@@ -157,13 +157,10 @@ class EpochMixer:
                     f"inconsistent epoch-mode state: source {name!r} at epoch {cursor.epoch}, cursor "
                     f"{cursor.cursor:,} has read {cursor.position:,} rows, but its credits say {count}"
                 )
-        replay = self.replay(B, steps, past)
+        replay = self.replay(B, steps, past, watch=Ledger.watched(state.get("ledger")))
         parting = first_parting(state.get("ledger"), replay.ledger)
         if parting:
-            raise ValueError(
-                f"refusing to resume: the data order recomputed from the caches, the schedule and this code does "
-                f"not match the state's ledger ({parting}); resume with the caches and niels_gpt that saved it"
-            )
+            raise ValueError(refusal(parting))
         positions = {n: (c.epoch, c.cursor) for n, c in replay.cursors.items()}
         replay_credits, replay_unit = replay.round_robin.position()
         saved_position = {n: saved.get(n, (0, 0)) for n in positions}
@@ -177,9 +174,12 @@ class EpochMixer:
         self.schedule = effective
         self.round_robin, self.cursors = ScheduledRoundRobin(effective, credits, unit), cursors
         self.ledger = replay.ledger
+        self.ledger.anchor(effective.steps)
 
-    def replay(self, B: int, steps: int, past: Schedule) -> EpochMixer:
-        """A new mixer over these sources run through `steps` batches of schedule `past` (no row is read)."""
+    def replay(self, B: int, steps: int, past: Schedule, watch=()) -> EpochMixer:
+        """A new mixer over these sources run through `steps` batches of schedule `past` (no row is read); its
+        ledger keeps digests after the batch counts in `watch` too (a saved ledger's)."""
         mixer = EpochMixer(self.sources, past, seed=self.seed, rank=self.rank, world_size=self.world_size)
+        mixer.ledger = Ledger(anchors=mixer.schedule.steps, watch=watch)
         mixer.skip(B, 0, steps)
         return mixer

@@ -46,7 +46,8 @@ carries the ledger (training/ledger.py), a running digest of what every batch re
 source and item; random mode: each row's source and its window's shard and start, or its item), with, in random
 mode, the rank that recorded it; loading replays the history from step 0 without reading a row (random mode: the
 saving rank's draws, so any rank loads any rank's state) and refuses one it does not reproduce (other caches,
-other code, a tampered state) naming the batches where the two part. Otherwise it continues exactly: the
+other code, a tampered state) naming the batch where the two part (ledger.py: exact near step 0, the
+schedule's breakpoints and the save, else the range between two marks). Otherwise it continues exactly: the
 restored loader yields the batches the original would have yielded next (same caches, same torch version).
 `skip(n)` moves past n batches without reading a row (what the workers of training.mixture do), and
 `Batch.as_dict()` is a batch under the names of training.batch_dict (input_ids, labels, ...).
@@ -133,7 +134,7 @@ class MixedLoader(FromCaches):
         self.step = 0
         self._index = {name: k for k, name in enumerate(self.names)}
         self._ids = np.array([name_id(name) for name in self.names], dtype=np.int64)
-        self.ledger = Ledger() if mode == "random" else None  # epoch mode: the mixer's
+        self.ledger = Ledger(anchors=self.schedule.steps) if mode == "random" else None  # epoch mode: the mixer's
         self._generators = threading.local()
         self.history = self.schedule  # random mode: the weights every step so far had (resumes splice in edits)
         self.mixer = (
@@ -303,6 +304,7 @@ class MixedLoader(FromCaches):
                 ) from None
             self.ledger = random_mixer.check_random_ledger(self, state.get("ledger"), step, past)
             self.history = effective
+            self.ledger.anchor(effective.steps)
         self.step = step
 
     def __repr__(self) -> str:

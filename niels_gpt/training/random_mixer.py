@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from niels_gpt.sampling import derive_seed, mixture_probs
-from niels_gpt.training.ledger import Ledger, batch_digest, first_parting, name_id, replay_digests
+from niels_gpt.training.ledger import Ledger, batch_digest, first_parting, name_id, refusal, replay_digests
 from niels_gpt.training.schedule import Schedule
 
 _LAST_MIXTURE: tuple = (None, None)  # (weights, their probabilities tensor) of the last flat step drawn
@@ -71,10 +71,11 @@ def batch_digests(loader, first: int, last: int, *, rank: int, schedule: Schedul
     return b"".join(out)
 
 
-def random_ledger(loader, steps: int, *, rank: int, schedule: Schedule) -> Ledger:
+def random_ledger(loader, steps: int, *, rank: int, schedule: Schedule, watch=()) -> Ledger:
     """The ledger of random-mode batches 0..steps-1 of `loader` on `rank` under `schedule`, recomputed (no row
-    read; long replays split over processes: ledger.replay_digests)."""
-    ledger = Ledger()
+    read; long replays split over processes: ledger.replay_digests); it keeps digests after the batch counts in
+    `watch` too (a saved ledger's)."""
+    ledger = Ledger(anchors=schedule.steps, watch=watch)
     ledger.add_digests(replay_digests(partial(loader.batch_digests, rank=rank, schedule=schedule), 0, steps))
     return ledger
 
@@ -88,16 +89,13 @@ def check_random_ledger(loader, saved: Any, steps: int, past: Schedule) -> Ledge
         parting = "the state has no ledger" if not isinstance(saved, Mapping) else f"its ledger's rank is {rank!r}"
     else:
         try:
-            replayed = random_ledger(loader, steps, rank=rank, schedule=past)
+            replayed = random_ledger(loader, steps, rank=rank, schedule=past, watch=Ledger.watched(saved))
         except ValueError as e:
             parting = str(e)
         else:
             parting = first_parting(saved, replayed)
     if parting:
-        raise ValueError(
-            f"refusing to resume: the data order recomputed from the caches, the schedule and this code does not "
-            f"match the state's ledger ({parting}); resume with the caches and niels_gpt that saved it"
-        )
+        raise ValueError(refusal(parting))
     if rank == loader.rank:
         return replayed
     return random_ledger(loader, steps, rank=loader.rank, schedule=past)
