@@ -41,6 +41,10 @@ Without a clamp in 1 every d_i stays in (-1, 1) after the step. A clamp (a sourc
 weight fell to 0) can push another past 1; step 2's deadline order avoids it in practice. Measured over 1,600
 random schedules (2-6 sources, jumps, zero weights, B = 1-64): |d_i| <= 0.9998 after every step, so the
 rows a source reads over any window of steps are within 2 rows of B times its summed weight (worst 1.997).
+
+`assign_many(rows, first, count)` gives the rows of many steps at once, as assign() step by step does (a replay):
+inside a ramp in closed form (`_ramp_run`: without a clamp, what a source has read after step s depends on the
+weights alone), on a flat stretch run by the rule by tiling the period its credits repeat with (`_cycle_run`).
 """
 
 from __future__ import annotations
@@ -169,6 +173,99 @@ class ScheduledRoundRobin:
             self._rule_map = None if len(used) == self.k else np.asarray(used, dtype=np.int64)
             return self.assign(rows, step)
         return self._whole_step(rows, ints, total, credits, unit)
+
+    def assign_many(self, rows: int, first: int, count: int) -> np.ndarray:
+        """The source index of each of the `rows` rows of batches first..first+count-1 (int64 (count, rows)), as
+        `count` calls of assign() give them; advances the credits. Two stretches run without a Python step per
+        batch: the inside of a ramp (`_ramp_run`, in closed form) and a flat stretch run by the row rule (its
+        credits repeat: `_cycle_run` tiles the period); anything else (breakpoints, clamps) goes step by step."""
+        out = np.empty((count, rows), dtype=np.int64)
+        step, end = first, first + count
+        while step < end:
+            done = self._ramp_run(rows, step, end, out[step - first :])
+            if not done:
+                out[step - first] = self.assign(rows, step)
+                done = 1 + self._cycle_run(rows, step + 1, end, out[step - first + 1 :])
+            step += done
+        return out
+
+    def _cycle_run(self, rows: int, step: int, end: int, out: np.ndarray) -> int:
+        """Batches step.. (before `end` and the next breakpoint) while the row rule set up by the batch before runs
+        on: its assignment is a function of its credits, so once they repeat the period is tiled. How many done."""
+        rule, weights = self._rule, self._rule_weights
+        stop = min(end, self.schedule.next_breakpoint(step))
+        if rule is None or step >= stop or self.schedule.integers(step) is not weights:
+            return 0
+        seen: dict[tuple, int] = {}
+        states: list[tuple] = []
+        n = stop - step
+        for done in range(n):
+            key = tuple(rule.credits)
+            if key in seen:  # batches seen[key]..done-1 repeat from here on
+                start, period = seen[key], done - seen[key]
+                left = n - done
+                cycle = out[start:done]
+                reps = -(-left // period)
+                out[done:n] = np.concatenate([cycle] * reps)[:left] if reps > 1 else cycle[:left]
+                rule.credits = list(states[start + left % period])
+                return n
+            seen[key] = done
+            states.append(key)
+            which = rule.assign(rows)
+            out[done] = which if self._rule_map is None else self._rule_map[which]
+        return n
+
+    def _ramp_run(self, rows: int, step: int, end: int, out: np.ndarray) -> int:
+        """Batches step.. inside one ramp (before `end`), in closed form; how many done (0: not inside a ramp).
+
+        Inside a ramp every batch is assigned as a whole (module docstring). With O_i(s) the rows source i is owed
+        from `step` through batch s (its deviation at `step` plus B times its weights summed) and R_i(s) the rows it
+        read before batch s, batch s gives it floor(O_i(s)) - R_i(s) rows (no clamp) plus one of the
+        sum_i frac(O_i(s)) rows left, handed out by (frac(O_i(s)) > 0, frac(O_i(s)) + B q_i(s), -i) alone: so
+        R_i(s + 1) = floor(O_i(s)) + [i gets a row left], independent of the batches before. Computed for all
+        batches at once in int64 (where the numbers fit in 62 bits), up to the first batch a clamp would change."""
+        ramp = self.schedule.ramp(step)
+        if ramp is None:
+            return 0
+        start, stop, a, b, total = ramp
+        n = min(end, stop) - step
+        if n < 2:
+            return 0
+        credits, unit = self.position()
+        common = math.lcm(unit, total)
+        up, w_up = common // unit, common // total
+        length = stop - start
+        bound = (max(map(abs, credits)) * up + 4 * rows * max(*a, *b) * length * (n + length) * w_up) * 4
+        if bound >= 1 << 62:
+            return 0
+        m = np.arange(1, n + 1, dtype=np.int64)[:, None]  # batches step..step+m-1 done
+        after = m * (step - start) + m * (m - 1) // 2  # sum of (t - start) over them
+        a_, b_ = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        owed = np.asarray(credits, dtype=np.int64) * up + rows * w_up * (a_ * (m * length - after) + b_ * after)
+        floor = owed // common
+        frac = owed - floor * common
+        t = step + m - 1  # the batch
+        due = frac + rows * w_up * ((stop - t) * a_ + (t - start) * b_)
+        left = frac.sum(axis=1) // common
+        index = np.broadcast_to(np.arange(self.k), owed.shape)
+        order = np.lexsort((index, -due, frac == 0), axis=1)
+        extra = np.zeros(owed.shape, dtype=np.int64)
+        np.put_along_axis(extra, order, (np.arange(self.k) < left[:, None]).astype(np.int64), axis=1)
+        read = floor + extra  # rows read after each batch
+        before = np.vstack([np.zeros((1, self.k), dtype=np.int64), read[:-1]])
+        clamped = np.flatnonzero((floor - before < 0).any(axis=1))
+        if len(clamped):
+            n = int(clamped[0])
+            if n == 0:
+                return 0
+        counts = read[:n] - before[:n]
+        unique, inverse = np.unique(counts, axis=0, return_inverse=True)
+        table = np.stack([self._order(tuple(row)) for row in unique.tolist()])
+        out[:n] = table[inverse.reshape(-1)]
+        self._rule = None
+        self.credits, self.unit = (owed[n - 1] - read[n - 1] * common).tolist(), common
+        self.credits, self.unit = self.position()
+        return n
 
     def _whole_step(self, rows: int, ints, total: int, credits: list[int], unit: int) -> np.ndarray:
         common = math.lcm(unit, total)

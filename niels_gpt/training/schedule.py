@@ -173,6 +173,20 @@ class Schedule:
         before, after = self.steps[k + 1] - step, step - self.steps[k]
         return tuple(before * a + after * b for a, b in zip(start, end)), total
 
+    def next_breakpoint(self, step: int) -> int | float:
+        """The first breakpoint after `step` (inf after the last)."""
+        k = self._segment(step)
+        return self.steps[k + 1] if k + 1 < len(self.steps) else math.inf
+
+    def ramp(self, step: int) -> tuple[int, int, tuple[int, ...], tuple[int, ...], int] | None:
+        """(start, stop, a, b, total) when `step` lies strictly inside a ramp (weights that change every step):
+        the weights at step t of start..stop are ((stop - t) * a + (t - start) * b) / total (integers); else None."""
+        if self._constant_at(step) is not None:
+            return None
+        k = self._segment(step)
+        a, b, total = self._ramps[k]
+        return self.steps[k], self.steps[k + 1], a, b, total
+
     def flat(self, step: int) -> bool:
         """Whether step `step` has the weights of step - 1 (step 0: of itself): a fact of the weights alone, so
         a breakpoint inserted where the weights already were changes nothing."""

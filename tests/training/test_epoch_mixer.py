@@ -323,3 +323,24 @@ def test_sources_whose_rows_return_different_arrays_are_refused():
     with pytest.raises(ValueError) as e:
         next_arrays(mixer, 4)
     assert str(e.value) == "source 'b' returned 2 arrays from rows(), the others 1"
+
+
+@pytest.mark.parametrize("rank, world_size", [(0, 1), (1, 2)])
+def test_skip_records_what_batch_by_batch_recording_records(monkeypatch, rank, world_size):
+    """skip() in chunks (here of 7 steps) against the batch-by-batch path: the same ledger (every digest kept), the
+    same cursors and credits, over a ramp, a source that starts at 0 and one whose weight goes to 0."""
+    from niels_gpt.training import epoch_mixer
+
+    monkeypatch.setattr(epoch_mixer, "SKIP_CHUNK", 7)
+    p = [(0, {"a": 0.7, "b": 0.3}), (20, {"a": 0.2, "b": 0.5, "c": 0.3}), (90, {"b": 0.1, "c": 0.9})]
+    sources = {"a": Items(37, 0), "b": Items(11, 1000), "c": Items(23, 5000)}
+    stepped, skipped = (EpochMixer(sources, p, seed=5, rank=rank, world_size=world_size) for _ in range(2))
+    for step in range(130):
+        which, counts = stepped.assign(8, step)
+        for k, count in enumerate(counts):
+            if count:
+                stepped.take(k, count)
+        stepped.record(step, which)
+    skipped.skip(8, 0, 50)
+    skipped.skip(8, 50, 80)
+    assert skipped.state() == stepped.state() and skipped.ledger.digest == stepped.ledger.digest

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from niels_gpt.training.round_robin import SmoothRoundRobin, integer_weights
+from niels_gpt.training.round_robin import ScheduledRoundRobin, SmoothRoundRobin, integer_weights
+from niels_gpt.training.schedule import Schedule
 
 
 def worst_miss(which: np.ndarray, rr: SmoothRoundRobin) -> float:
@@ -87,3 +89,39 @@ def test_credits_that_do_not_fit_the_row_count_are_refused():
     assert rr.counts(3) == [1, 2]
     with pytest.raises(ValueError, match="do not fit 4 rows"):
         rr.counts(4)
+
+
+def random_schedule(rng: random.Random, names: list[str], last_step: int) -> Schedule:
+    """Breakpoints with weights of three decimals, zeros among them (sources that stop and start), some ramps."""
+
+    def weights():
+        raw = [rng.choice([0, 0, 1, 2, 3, 5, 7, 10]) for _ in names]
+        raw[rng.randrange(len(names))] += 1
+        p = [1000 * w // sum(raw) for w in raw[:-1]]
+        return dict(zip(names, [x / 1000 for x in (*p, 1000 - sum(p))]))
+
+    steps = sorted(rng.sample(range(1, last_step), rng.randint(0, 4)))
+    return Schedule([(0, weights()), *((s, weights()) for s in steps)], names=names)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_assign_many_gives_the_rows_and_credits_of_one_step_at_a_time(seed):
+    """Ramps in closed form, flat stretches by their period: the same rows as assign() step by step, the same
+    position after, and the same rows after that (random schedules with jumps, zero weights and clamps)."""
+    rng = random.Random(seed)
+    used = Counter()
+    for _ in range(60):
+        names = [f"s{i}" for i in range(rng.randint(1, 4))]
+        schedule = random_schedule(rng, names, 900)
+        B, steps = rng.choice([1, 3, 8, 64]), rng.randint(1, 1_200)
+        one, many = ScheduledRoundRobin(schedule), ScheduledRoundRobin(schedule)
+        expected = np.stack([one.assign(B, s) for s in range(steps + 20)])
+        got, s = [], 0
+        while s < steps:
+            count = min(rng.randint(1, 300), steps - s)
+            got.append(many.assign_many(B, s, count))
+            used["ramp"] += schedule.ramp(s) is not None
+            s += count
+        assert one.position() != () and np.array_equal(np.concatenate(got), expected[:steps])
+        assert np.array_equal(np.stack([many.assign(B, s) for s in range(steps, steps + 20)]), expected[steps:])
+    assert used["ramp"] > 10  # the closed form ran
