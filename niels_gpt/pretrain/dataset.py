@@ -170,6 +170,16 @@ class PretrainTokenStreamDataset:
         shard = self._first_window.searchsorted(window, side="right") - 1  # the method: no numpy dispatch (~1.5 us)
         return shard, window - self._first_window[shard]
 
+    def uniform_draw(self):
+        """(n, locate): draw_windows is torch.randint(0, n, (B,)) mapped by locate(numbers) -> (shard, start) (what
+        training/random_replay.py replays for many batches at once)."""
+
+        def locate(window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            shard = self._first_window.searchsorted(window, side="right") - 1
+            return shard, window - self._first_window[shard]
+
+        return self.num_windows, locate
+
     def get_batch(self, *, B: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """x, y: int64 (B, T) on the dataset's device, contiguous, y[:, :-1] == x[:, 1:]."""
         if B < 1:

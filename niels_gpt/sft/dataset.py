@@ -240,6 +240,10 @@ class SFTExampleDataset:
         y = np.ascontiguousarray(seq[:, 1:])
         return np.ascontiguousarray(seq[:, :-1]), y, np.where(active[:, 1:], y, self.ignore_index)
 
+    def uniform_draw(self):
+        """(n, None): draw_items is torch.randint(n, (B,)) (training/random_replay.py); None when it refuses."""
+        return (len(self), None) if len(self) else None
+
     def draw_items(self, B: int, generator=None) -> np.ndarray:
         """B items (int64) drawn uniformly with replacement: get_batch's one draw (refused when there are none)."""
         import torch

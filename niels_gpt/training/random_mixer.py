@@ -22,9 +22,19 @@ import numpy as np
 import torch
 
 from niels_gpt.sampling import derive_seed, mixture_probs
-from niels_gpt.training.ledger import Ledger, batch_digest, first_parting, name_id, refusal, replay_digests
+from niels_gpt.training import random_replay
+from niels_gpt.training.ledger import (
+    DIGEST_BYTES,
+    Ledger,
+    batch_digest,
+    first_parting,
+    name_id,
+    refusal,
+    replay_digests,
+)
 from niels_gpt.training.schedule import Schedule
 
+VECTOR_STEPS = 64  # from this many batches on, batch_digests recomputes them vectorized (random_replay.py)
 _LAST_MIXTURE: tuple = (None, None)  # (weights, their probabilities tensor) of the last flat step drawn
 
 
@@ -61,7 +71,24 @@ def random_draws(loader, step: int, *, rank: int, schedule: Schedule, generator=
 
 def batch_digests(loader, first: int, last: int, *, rank: int, schedule: Schedule) -> bytes:
     """The ledger's record (ledger.batch_digest, 16 bytes) of random-mode batches first..last-1 of `loader` on
-    `rank` under `schedule`, one after the other, recomputed from their draws (no row read)."""
+    `rank` under `schedule`, one after the other, recomputed from their draws (no row read): for VECTOR_STEPS or
+    more, by random_replay.py when it applies and gives what torch's own draws give for the first and the last
+    batch and at each breakpoint, else batch by batch."""
+    if last - first >= VECTOR_STEPS:
+        fast = random_replay.replay_digests(loader, first, last, rank=rank, schedule=schedule)
+        checks = {first, last - 1, *(s for s in schedule.steps if first <= s < last)}
+        size = DIGEST_BYTES
+        if fast is not None and all(
+            fast[(s - first) * size : (s - first + 1) * size]
+            == draws_digests(loader, s, s + 1, rank=rank, schedule=schedule)
+            for s in sorted(checks)
+        ):
+            return fast
+    return draws_digests(loader, first, last, rank=rank, schedule=schedule)
+
+
+def draws_digests(loader, first: int, last: int, *, rank: int, schedule: Schedule) -> bytes:
+    """batch_digests batch by batch: each batch's draws made by torch."""
     generator, out = torch.Generator(), []
     mine = loader._ids
     for step in range(first, last):
