@@ -138,21 +138,25 @@ def _chunk(loader, schedule, draws, windowed: bool, first: int, last: int, rank:
     u = (r64 & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0**-53
     cum = np.cumsum(_weights(schedule, first, last), axis=1)
     cum /= cum[:, -1:]
-    which = (u[:, :, None] > cum[:, None, :]).sum(axis=2)  # the first source whose cumulative weight is >= u
-    np.minimum(which, K - 1, out=which)
-    counts = np.stack([(which == k).sum(axis=1) for k in range(K)], axis=1)  # (S, K)
+    which = np.zeros((S, B), dtype=np.int64)  # the first source whose cumulative weight is >= u
+    for k in range(K - 1):
+        which += u > cum[:, k : k + 1]
+    row_k = (np.arange(S) * K)[:, None]  # flat index of each step's first source in (S, K) arrays
+    counts = np.bincount((which + row_k).ravel(), minlength=S * K).reshape(S, K)
     before = np.cumsum(counts, axis=1) - counts  # rows of the sources before k
     per_row = np.where(wide, 2, 1)
     word_before = 2 * B + np.cumsum(counts * per_row, axis=1) - counts * per_row
     ordered = np.sort(which, axis=1, kind="stable")  # each source's rows together, in name order
-    rows = np.arange(B)[None, :]
-    r = rows - np.take_along_axis(before, ordered, axis=1)  # the row's number among its source's
-    at = np.take_along_axis(word_before, ordered, axis=1) + r * per_row[ordered]
-    low = np.take_along_axis(words, at, axis=1).astype(np.uint64)
-    high = np.take_along_axis(words, np.minimum(at + 1, words.shape[1] - 1), axis=1).astype(np.uint64)
-    word = np.where(np.asarray(wide)[ordered], (low << np.uint64(32)) | high, low)
+    flat = ordered + row_k
+    first_row = before.ravel()[flat]
+    r = np.arange(B)[None, :] - first_row  # the row's number among its source's
+    at = word_before.ravel()[flat] + r * per_row[ordered] + (np.arange(S) * words.shape[1])[:, None]
+    low = words.ravel()[at].astype(np.uint64)
+    if any(wide):
+        high = words.ravel()[np.minimum(at + 1, words.size - 1)].astype(np.uint64)
+        low = np.where(np.asarray(wide)[ordered], (low << np.uint64(32)) | high, low)
     ranges = np.asarray([n for n, _ in draws], dtype=np.uint64)
-    number = (word % ranges[ordered]).astype(np.int64)
+    number = (low % ranges[ordered]).astype(np.int64)
     ids = np.asarray([name_id(n) for n in schedule.names], dtype=np.int64)
     record = np.empty((S, 3 * B if windowed else 2 * B), dtype=np.int64)
     record[:, :B] = ids[which]
@@ -162,8 +166,8 @@ def _chunk(loader, schedule, draws, windowed: bool, first: int, last: int, rank:
             mine = ordered == k
             if mine.any():
                 array[mine], start[mine] = locate(number[mine])
-        base = B + 2 * np.take_along_axis(before, ordered, axis=1)
-        count = np.take_along_axis(counts, ordered, axis=1)
+        base = B + 2 * first_row
+        count = counts.ravel()[flat]
         steps = np.arange(S)[:, None]
         record[steps, base + r] = array
         record[steps, base + count + r] = start
