@@ -10,10 +10,11 @@ that holds its values (uint16 for token ids), in ONE bytes object inside the pic
 one (pretrain, byte and SFT rows: the T+1 ids of each window), the (B, T+1) rows are sent once for both.
 
 Unpickling it in the main process (or in the DataLoader's pin-memory thread with pin_memory=True) IS the
-batch: `unpack` widens the fields to int64 and returns the dict batch (batch_dict.as_dict) the worker
-would have made, so nothing in the training loop changes. A B=64 T=256 batch is 33 KB (64 x 257 uint16
-ids) instead of 524 KB (four int64 fields): it fits in one pipe buffer (64 KB), so the worker's write
-does not wait for the main process's read.
+batch: `unpack` widens the fields into one int64 buffer and returns the dict batch the worker would have
+made (batch_dict.as_dict's values; each key a contiguous view of that buffer), so nothing in the training
+loop changes (37 us at B=64 T=256, 58 us at B=32 T=1024 on the 2-core CPU machine). A B=64 T=256 batch is
+33 KB (64 x 257 uint16 ids) instead of 524 KB (four int64 fields): it fits in one pipe buffer (64 KB), so
+the worker's write does not wait for the main process's read.
 """
 
 from __future__ import annotations
