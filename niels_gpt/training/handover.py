@@ -10,17 +10,21 @@ that holds its values (uint16 for token ids), in ONE bytes object inside the pic
 one (pretrain, byte and SFT rows: the T+1 ids of each window), the (B, T+1) rows are sent once for both.
 
 Unpickling it in the main process (or in the DataLoader's pin-memory thread with pin_memory=True) IS the
-batch: `unpack` widens the fields to int64 and returns the dict batch (batch_dict.as_dict) the worker
-would have made, so nothing in the training loop changes. A B=64 T=256 batch is 33 KB (64 x 257 uint16
-ids) instead of 524 KB (four int64 fields): it fits in one pipe buffer (64 KB), so the worker's write
-does not wait for the main process's read.
+batch: `unpack` widens the fields into one int64 buffer and returns the dict batch the worker would have
+made (batch_dict.as_dict's values; each key a contiguous view of that buffer), so nothing in the training
+loop changes (37 us at B=64 T=256, 58 us at B=32 T=1024 on the 2-core CPU machine). A B=64 T=256 batch is
+33 KB (64 x 257 uint16 ids) instead of 524 KB (four int64 fields): it fits in one pipe buffer (64 KB), so
+the worker's write does not wait for the main process's read.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
+from niels_gpt.chat_template import IGNORE_INDEX
 from niels_gpt.training import batch_dict
 
 SHIFTED = "shifted"  # the layout entry of y when it is the rows sent in x's place, shifted by one
@@ -75,18 +79,36 @@ class Handover:
 
 
 def unpack(payload: bytes, layout: tuple, ignore_index: int) -> dict[str, torch.Tensor]:
-    """The dict batch of a Handover's payload: every field widened to int64 (contiguous), then
-    batch_dict.as_dict; y marked SHIFTED comes from the rows sent in x's place."""
-    arrays = []
-    for entry in layout:
-        if entry is None or entry == SHIFTED:
-            arrays.append(None)
-            continue
-        dtype, shape, offset = entry
-        count = int(np.prod(shape))
-        arrays.append(np.frombuffer(payload, dtype=np.dtype(dtype), count=count, offset=offset).reshape(shape))
+    """The dict batch of a Handover's payload, equal to batch_dict.as_dict of the worker's fields: every key a
+    contiguous int64 view of ONE (keys, B, T) buffer, filled straight from the narrow fields (one allocation and
+    one widening copy per key: half the time of widening each field and then calling as_dict). y marked
+    SHIFTED is the rows sent in x's place, shifted by one."""
+    x, y, y_masked, segment_ids, position_ids = (
+        None
+        if entry is None or entry == SHIFTED
+        else np.frombuffer(payload, dtype=np.dtype(entry[0]), count=math.prod(entry[1]), offset=entry[2]).reshape(
+            entry[1]
+        )
+        for entry in layout
+    )
     if layout[1] == SHIFTED:
-        rows = arrays[0]
-        arrays[0], arrays[1] = rows[:, :-1], rows[:, 1:]
-    fields = [None if a is None else torch.from_numpy(a.astype(np.int64)) for a in arrays]
-    return batch_dict.as_dict(*fields, ignore_index=ignore_index)
+        x, y = x[:, :-1], x[:, 1:]
+    keys = batch_dict.KEYS if segment_ids is None else batch_dict.PACKED_KEYS
+    B, T = x.shape
+    buffer = np.empty((len(keys), B, T), dtype=np.int64)
+    fields = dict(zip(keys, buffer))
+    fields["input_ids"][...] = x
+    targets = y if y_masked is None else y_masked
+    if y_masked is not None:
+        batch_dict.check_ignore_index(ignore_index)
+    shift_labels, labels = fields["shift_labels"], fields["labels"]
+    shift_labels[...] = targets
+    labels[:, 0] = IGNORE_INDEX
+    labels[:, 1:] = targets[:, :-1]  # from the payload: a copy between views of `buffer` costs numpy 10x more
+    if y_masked is not None and ignore_index != IGNORE_INDEX:
+        for field in (shift_labels, labels):
+            field[field == ignore_index] = IGNORE_INDEX
+    fields["position_ids"][...] = batch_dict.positions(B, T) if position_ids is None else position_ids
+    if segment_ids is not None:
+        fields["segment_ids"][...] = segment_ids
+    return dict(zip(keys, torch.from_numpy(buffer).unbind(0)))

@@ -32,6 +32,16 @@ def test_pretrain_rows_labels_are_the_unshifted_targets_and_shift_labels_are_y()
     assert torch.equal(batch["position_ids"], torch.arange(T).repeat(B, 1))
 
 
+def test_every_batch_owns_its_position_ids():
+    x, y = windows()
+    first, second = as_dict(x, y), as_dict(x, y)
+    first["position_ids"] += 7  # a training step that writes into its batch
+    assert torch.equal(second["position_ids"], torch.arange(T).repeat(B, 1))
+    assert torch.equal(as_dict(x, y)["position_ids"], torch.arange(T).repeat(B, 1))
+    x2, y2 = np.concatenate([x, x]), np.concatenate([y, y])  # another B: its own positions
+    assert torch.equal(as_dict(x2, y2)["position_ids"], torch.arange(T).repeat(2 * B, 1))
+
+
 def test_sft_rows_labels_hold_y_masked_one_to_the_right():
     x, y = windows(1)
     y_masked = np.where(np.arange(T) % 2 == 0, y, -100)
