@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 DIGEST_BYTES = 16  # blake2b-128: an accidental match of two histories is out of reach
-PARALLEL_STEPS = 50_000  # random mode: a replay this long is split over processes (below: ~2-5 s on one core)
+PARALLEL_STEPS = 50_000  # random mode: a replay this long is split over processes (below: ~0.5 s on one core)
 WINDOW = 32  # batches after step 0, each breakpoint and before the last whose digest a state keeps (short)
 FINE_BYTES = 4  # a short digest: enough to tell where two histories part once full marks proved they do
 REPLAY_WORKERS = 16  # at most this many processes replay (each computes its stretch of batches' digests)
