@@ -36,6 +36,7 @@ from niels_gpt.training.schedule import Schedule
 
 _MASK64 = (1 << 64) - 1
 SKIP_CHUNK = 4096  # steps skip() assigns, reads and hashes at once: 4 MB of records at B = 64
+SMALL_SKIP = 16  # fewer steps than this are skipped one by one (the chunked path costs ~50-100 us to set up)
 
 
 def source_seed(seed: int, name: str) -> int:
@@ -99,7 +100,16 @@ class EpochMixer:
         runs, each source's cursor gives the items it would read, and the ledger records them. Vectorized over
         SKIP_CHUNK steps at a time: the round robin's rows of the whole chunk (ScheduledRoundRobin.assign_many),
         each source's items of the chunk in one take, the records of the chunk built in numpy and hashed with
-        one update per stretch between kept digests (the same bytes batch by batch recording gives)."""
+        one update per stretch between kept digests (the same bytes batch by batch recording gives); fewer than
+        SMALL_SKIP steps one by one."""
+        if batches < SMALL_SKIP:  # a DataLoader worker passing the other workers' batches: step by step is cheaper
+            for s in range(step, step + batches):
+                which, counts = self.assign(B, s)
+                for k, count in enumerate(counts):
+                    if count:
+                        self.take(k, count)
+                self.record(s, which)
+            return
         K = len(self.names)
         for first in range(step, step + batches, SKIP_CHUNK):
             count = min(SKIP_CHUNK, step + batches - first)

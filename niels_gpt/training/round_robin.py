@@ -55,6 +55,7 @@ from fractions import Fraction
 
 import numpy as np
 
+MIN_RAMP_RUN = 64  # fewer ramp steps than this go step by step (the closed form costs ~100 us to set up)
 MEMO_SIZE = 1024  # (credits, rows) -> assignment results kept: every W <= 1,024 at any B; ~0.4 MB at B = 32
 
 
@@ -229,7 +230,7 @@ class ScheduledRoundRobin:
             return 0
         start, stop, a, b, total = ramp
         n = min(end, stop) - step
-        if n < 2:
+        if n < MIN_RAMP_RUN:
             return 0
         credits, unit = self.position()
         common = math.lcm(unit, total)
