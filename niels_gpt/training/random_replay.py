@@ -53,8 +53,8 @@ def derive_seeds(seed: int, steps: np.ndarray, rank: int) -> np.ndarray:
 
 def mt_words(seeds: np.ndarray, n: int) -> np.ndarray:
     """The first n (<= 624) outputs of mt19937 seeded with each of `seeds` (uint32): (len(seeds), n) uint32. The
-    seeding runs word by word over all seeds at once (one contiguous row a word); only the words the first n
-    outputs need are kept: 0..n and 397..623."""
+    seeding runs word by word over all seeds at once (one contiguous row a word), up to the last word the first
+    n outputs use; only those are kept: 0..n and 397..623."""
     S = len(seeds)
     low = np.empty((n + 1, S), dtype=np.uint32)  # state words 0..n
     high = np.empty((_STATE - 397, S), dtype=np.uint32)  # state words 397..623
@@ -62,7 +62,8 @@ def mt_words(seeds: np.ndarray, n: int) -> np.ndarray:
     shifted = np.empty(S, dtype=np.uint32)
     previous = low[0]
     previous[:] = seeds
-    for j in range(1, _STATE):
+    top = _STATE - 1 if n > 227 else 396 + n  # the last state word the outputs use
+    for j in range(1, top + 1):
         word = high[j - 397] if j >= 397 else low[j] if j <= n else scratch[j & 1]
         np.right_shift(previous, _U32(30), out=shifted)
         np.bitwise_xor(previous, shifted, out=word)
