@@ -202,8 +202,8 @@ class MixedLoader(FromCaches):
 
     def skip(self, batches: int) -> None:
         """Move past the next `batches` batches without reading them, recording them in the ledger: random mode
-        makes their draws (~30-60 us a batch), epoch mode runs the round robin and moves each source's cursor by
-        the rows it was assigned."""
+        makes their draws (~30-60 us a batch one by one; from 64 batches on ~10 us, random_replay.py), epoch mode
+        runs the round robin and moves each source's cursor by the rows it was assigned (~4 us a batch from 16 on)."""
         check_int("batches", batches, 0)
         if self.mixer is not None:
             self.mixer.skip(self.B, self.step, batches)
