@@ -43,7 +43,7 @@ from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
 from niels_gpt.layout import CURATION_FORMAT_VERSION, decisions_dir, decisions_path, summary_path, waived_path
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget
-from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, windows_touching
+from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, sorted_unique, windows_touching
 
 CONTAMINATED = 3
 REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
@@ -163,7 +163,7 @@ def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
     if not len(keys):
         return np.zeros(0, dtype=np.int64)
     width = int(units.max()) + 1  # one int64 per pair: a 1-D unique, far faster than unique rows
-    return np.unique(keys.astype(np.int64) * width + units) // width
+    return sorted_unique(keys.astype(np.int64) * width + units) // width
 
 
 def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from niels_gpt.curation.minhash import band_keys, candidate_pairs, estimate_jaccard, shingle_hashes, signatures
 from niels_gpt.curation.words import WordTable, mix64
+from niels_gpt.report.ngrams import sorted_unique
 
 KEEP, EXACT, NEAR = 0, 1, 2
 REASONS = {EXACT: "exact_duplicate", NEAR: "near_duplicate"}
@@ -66,7 +67,7 @@ def exact_duplicates(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(removed?, index of the surviving copy or -1) per unit: removed when an earlier unit has its key."""
     keys = np.asarray(keys, dtype=np.uint64)
     _, first = np.unique(keys, return_index=True)
-    survivor = first[np.searchsorted(np.unique(keys), keys)]
+    survivor = first[np.searchsorted(sorted_unique(keys), keys)]
     removed = (survivor != np.arange(len(keys))) & (keys != 0)
     return removed, np.where(removed, survivor, -1)
 

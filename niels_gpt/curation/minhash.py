@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from niels_gpt.curation.words import mix64
-from niels_gpt.report.ngrams import rolling_hashes
+from niels_gpt.report.ngrams import rolling_hashes, sorted_unique
 
 EMPTY = np.uint32(0xFFFFFFFF)
 SHINGLE_WORDS = 5  # config: dedup.shingle_words
@@ -100,7 +100,7 @@ def candidate_pairs(keys: np.ndarray) -> np.ndarray:
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(found)
-    code = np.unique(pairs[:, 0] * np.int64(n) + pairs[:, 1])
+    code = sorted_unique(pairs[:, 0] * np.int64(n) + pairs[:, 1])
     return np.stack([code // n, code % n], axis=1)
 
 

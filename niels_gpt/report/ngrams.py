@@ -57,6 +57,18 @@ def rolling_hashes(x: np.ndarray, n: int) -> np.ndarray:
     return h
 
 
+def sorted_unique(x: np.ndarray) -> np.ndarray:
+    """np.unique(x) (the distinct values, ascending) by a sort: numpy 2.3+ answers a plain np.unique of
+    integers with a hash table, measured ~15x slower on 2 M int64 (1.68 s vs 0.11 s)."""
+    s = np.sort(np.asarray(x).reshape(-1))
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def windows_touching(flags: np.ndarray, n: int) -> np.ndarray:
     """For every n-gram start of a sequence with per-position `flags`: does the n-gram hold a flag?"""
     if len(flags) < n:
