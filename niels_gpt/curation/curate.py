@@ -2,7 +2,8 @@
 
 Steps (each unit is a pretrain document or an SFT example; raw.py gives the survival order):
  1. keys: pretrain documents get an exact key and a MinHash signature (dedup.doc_keys; the signatures go
-    to a temporary file, only keys and lengths stay in memory), SFT examples an exact key of their ids;
+    to temporary files, one per band (dedup.SignatureFiles), read back one band at a time; the keys and
+    lengths stay in memory: 28 bytes per unit), SFT examples an exact key of their ids;
  2. duplicates (dedup.deduplicate), per family over all its splits, in the survival order;
  3. the val splits' budgets: the kept val documents, in order, up to the split's budget;
  4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized; an
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +36,17 @@ from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
 from niels_gpt.curation.decontaminate import CONTAMINATION, covered, kept_pieces, protected_index, special_table
-from niels_gpt.curation.dedup import EXACT, KEEP, NEAR, REASONS, deduplicate, doc_keys, exact_duplicates, token_keys
+from niels_gpt.curation.dedup import (
+    EXACT,
+    KEEP,
+    NEAR,
+    REASONS,
+    SignatureFiles,
+    deduplicate,
+    doc_keys,
+    exact_duplicates,
+    token_keys,
+)
 from niels_gpt.curation.raw import RawSplit, doc_chunks, ordered_splits, raw_root, unit_chunks
 from niels_gpt.curation.words import WordTable
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
@@ -48,6 +58,7 @@ from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, sorted_unique,
 CONTAMINATED = 3
 REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
+VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
@@ -85,7 +96,7 @@ def _budgets(cfg: dict, s: RawSplit) -> int | None:
     return b
 
 
-def _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads: int) -> int:
+def _pretrain_keys(splits, units, table, dcfg, sigs: SignatureFiles, log, num_threads: int) -> int:
     """Key every pretrain document, chunks on `num_threads` threads (numpy releases the GIL), in order."""
     bins = dcfg["bands"] * dcfg["rows"]
     rows = 0
@@ -102,7 +113,7 @@ def _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads: int) 
             n_docs = 0
             chunks = doc_chunks(s.sequence(), s.meta["eot_id"])
             for lengths, keys, sig in _bounded_map(pool, work, chunks, depth=2 * max(1, num_threads)):
-                sig_file.write(sig.tobytes())
+                sigs.append(sig)
                 units.add(no, n_docs, lengths, keys)
                 n_docs += len(lengths)
                 rows += len(lengths)
@@ -124,7 +135,8 @@ def _val_hashes(
     s: RawSplit, removed_units: set, budget: int | None, n: int, specials: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(hashes, unit of each) of the n-grams of what stays of a val split: kept units, up to its budget;
-    none holding a special."""
+    none holding a special. Held: the split's ids and two flags per position (4 bytes per position) and
+    the result (16 bytes per n-gram kept); hashed VAL_BLOCK n-gram starts at a time."""
     seq = s.sequence()
     data = seq.read(0, len(seq))
     offsets = s.unit_starts()
@@ -132,17 +144,32 @@ def _val_hashes(
         ends = np.flatnonzero(data == s.meta["eot_id"]) + 1
         offsets = np.concatenate(([0], ends[ends < len(data)])).astype(np.int64)
     bounds = np.append(offsets, len(data))
-    gone = np.zeros(len(data), dtype=bool)
+    gone = np.zeros(len(data), dtype=bool)  # removed units, then everything past the budget
     for u in removed_units:
         gone[bounds[u] : bounds[u + 1]] = True
-    kept_positions = np.flatnonzero(~gone)
-    if budget is not None and len(kept_positions) > budget:
-        gone[kept_positions[budget] :] = True
-    h = rolling_hashes(data, n)
-    if not len(h):
-        return h, np.zeros(0, dtype=np.int64)
-    valid = np.flatnonzero(~windows_touching(specials[data] | gone, n))
-    return h[valid], np.searchsorted(offsets, valid, side="right") - 1
+    if budget is not None:
+        _cut_at_budget(gone, budget)
+    flags = specials[data] | gone
+    del gone
+    starts = len(data) - n + 1
+    hashes, units = [np.zeros(0, np.uint64)], [np.zeros(0, np.int64)]
+    for lo in range(0, max(starts, 0), VAL_BLOCK):
+        hi = min(lo + VAL_BLOCK, starts)
+        valid = np.flatnonzero(~windows_touching(flags[lo : hi + n - 1], n))
+        hashes.append(rolling_hashes(data[lo : hi + n - 1], n)[valid])
+        units.append(np.searchsorted(offsets, valid + lo, side="right") - 1)
+    return np.concatenate(hashes), np.concatenate(units)
+
+
+def _cut_at_budget(gone: np.ndarray, budget: int) -> None:
+    """Mark gone every position from the `budget`-th one not gone on, found VAL_BLOCK positions at a time."""
+    before = 0
+    for lo in range(0, len(gone), VAL_BLOCK):
+        kept = np.flatnonzero(~gone[lo : lo + VAL_BLOCK])
+        if before + len(kept) > budget:
+            gone[lo + kept[budget - before] :] = True
+            return
+        before += len(kept)
 
 
 def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -260,28 +287,25 @@ def curate(
         units = _Units()
         tmp = Path(decisions_dir(cache_dir))
         tmp.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=tmp, suffix=".sig.tmp") as sig_file:
+        with SignatureFiles(tmp, bands=dcfg["bands"], rows=dcfg["rows"]) as sigs:
             if family == "pretrain":
                 table = WordTable.from_tokenizer(tokenizer)
-                rows = _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads)
+                rows = _pretrain_keys(splits, units, table, dcfg, sigs, log, num_threads)
             else:
                 _sft_keys(splits, units)
                 rows = 0
             units.done()
-            sig_file.flush()
+            sigs.done()
             if dcfg["enabled"] and len(units.keys):
                 if family == "pretrain" and rows:
-                    bins = dcfg["bands"] * dcfg["rows"]
-                    sig = np.memmap(sig_file.name, dtype=np.uint32, mode="r", shape=(rows, bins))
                     reason, survivor, sim = deduplicate(
                         units.keys,
-                        sig,
+                        sigs,
                         bands=dcfg["bands"],
                         rows=dcfg["rows"],
                         threshold=dcfg["jaccard_threshold"],
                         near=dcfg["near"],
                     )
-                    del sig
                 else:
                     removed, survivor = exact_duplicates(units.keys)
                     reason, sim = np.where(removed, EXACT, KEEP).astype(np.int8), np.zeros(len(removed))

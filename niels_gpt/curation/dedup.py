@@ -14,16 +14,20 @@ removal decisions depend on that order and the units only, never on chunking, pa
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
+
 import numpy as np
 
-from niels_gpt.curation.minhash import band_keys, candidate_pairs, estimate_jaccard, shingle_hashes, signatures
+from niels_gpt.curation.minhash import EMPTY, band_key, band_pairs, distinct_pairs, shingle_hashes, signatures
 from niels_gpt.curation.words import WordTable, mix64
 from niels_gpt.report.ngrams import sorted_unique
 
 KEEP, EXACT, NEAR = 0, 1, 2
 REASONS = {EXACT: "exact_duplicate", NEAR: "near_duplicate"}
 _POSITION = np.uint64(0x9E3779B97F4A7C15)
-PAIR_CHUNK = 1 << 14  # candidate pairs compared at once: 2 x 16 K x 256 x 4 bytes = 32 MB
+PAIR_CHUNK = 1 << 16  # candidate pairs compared at once, one band: 2 x 64 K x 8 x 4 bytes = 4 MB
 
 
 def _ordered_sum(values: np.ndarray, unit_of: np.ndarray, starts: np.ndarray, n_units: int) -> np.ndarray:
@@ -72,22 +76,84 @@ def exact_duplicates(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return removed, np.where(removed, survivor, -1)
 
 
+class SignatureFiles:
+    """MinHash signatures on disk, band by band: one file per band of (documents, rows) uint32, appended a
+    chunk of documents at a time in document order (`append`). Banding and the estimates read one band at a
+    time with plain reads (`band`: rows x 4 bytes per document), never all signatures at once and never
+    through a memory map, so what a job holds does not grow with the signatures (32 bytes per document for
+    the default 8 rows; 1 KB per document for all 256 bins)."""
+
+    def __init__(self, folder: str | os.PathLike, *, bands: int, rows: int):
+        self._tmp = tempfile.TemporaryDirectory(dir=folder, suffix=".sig.tmp")
+        self.bands, self.rows, self.n = bands, rows, 0
+        self._paths = [os.path.join(self._tmp.name, f"band_{b:03d}") for b in range(bands)]
+        self._files = [open(path, "wb") for path in self._paths]  # noqa: SIM115 (closed in `done`/`close`)
+
+    def append(self, sig: np.ndarray) -> None:
+        """Add the signatures (n, bands * rows) of the next documents."""
+        for b, f in enumerate(self._files):
+            f.write(np.ascontiguousarray(sig[:, b * self.rows : (b + 1) * self.rows]).tobytes())
+        self.n += len(sig)
+
+    def done(self) -> None:
+        for f in self._files:
+            f.close()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def band(self, b: int) -> np.ndarray:
+        """(n, rows) uint32: the bins of band `b` of every document."""
+        return np.fromfile(self._paths[b], dtype=np.uint32, count=self.n * self.rows).reshape(self.n, self.rows)
+
+    def close(self) -> None:
+        self.done()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> SignatureFiles:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _band_of(sig, rows: int) -> Callable[[int], np.ndarray]:
+    if isinstance(sig, SignatureFiles):
+        return sig.band
+    return lambda b: np.asarray(sig[:, b * rows : (b + 1) * rows])
+
+
 def near_duplicates(
-    sig: np.ndarray, skip: np.ndarray, *, bands: int, rows: int, threshold: float
+    sig: np.ndarray | SignatureFiles, skip: np.ndarray, *, bands: int, rows: int, threshold: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(removed?, survivor or -1, estimated J or 0) per unit, among the units not in `skip`.
-    `sig` (n, bands * rows) may be a memory map: rows are read in chunks of candidate pairs."""
+    `sig`: (n, bands * rows) signatures, or SignatureFiles. One band at a time: its keys give candidate
+    pairs (minhash.band_pairs); then, for the distinct pairs, each band's matching and non-empty bins are
+    counted (minhash.estimate_jaccard's sums, band by band: the same numbers)."""
     n = len(sig)
-    keys = np.zeros((n, bands), dtype=np.uint64)
-    for lo in range(0, n, PAIR_CHUNK):
-        keys[lo : lo + PAIR_CHUNK] = band_keys(np.asarray(sig[lo : lo + PAIR_CHUNK]), bands, rows)
-    keys[np.asarray(skip, dtype=bool)] = 0
-    pairs = candidate_pairs(keys)
-    del keys
-    est = np.zeros(len(pairs))
-    for lo in range(0, len(pairs), PAIR_CHUNK):
-        p = pairs[lo : lo + PAIR_CHUNK]
-        est[lo : lo + PAIR_CHUNK] = estimate_jaccard(np.asarray(sig[p[:, 0]]), np.asarray(sig[p[:, 1]]))
+    band_of = _band_of(sig, rows)
+    skip = np.asarray(skip, dtype=bool)
+    found: list[np.ndarray] = []
+    for b in range(bands):
+        col = band_key(band_of(b), b)
+        col[skip] = 0
+        found += band_pairs(col)
+        if sum(len(p) for p in found) > 4 * n + (1 << 20):  # many copies: drop the repeats as we go
+            found = [distinct_pairs(found, n)]
+    pairs = distinct_pairs(found, n)
+    del found
+    both = np.zeros(len(pairs), dtype=np.int64)
+    either = np.zeros(len(pairs), dtype=np.int64)
+    if len(pairs):
+        for b in range(bands):
+            band = band_of(b)
+            for lo in range(0, len(pairs), PAIR_CHUNK):
+                p = pairs[lo : lo + PAIR_CHUNK]
+                x, y = band[p[:, 0]], band[p[:, 1]]
+                full_x, full_y = x != EMPTY, y != EMPTY
+                both[lo : lo + PAIR_CHUNK] += ((x == y) & full_x).sum(axis=1)
+                either[lo : lo + PAIR_CHUNK] += (full_x | full_y).sum(axis=1)
+    est = np.divide(both, either, out=np.zeros(len(pairs)), where=either > 0)
     close = est >= threshold
     pairs, est = pairs[close], est[close]
     order = np.lexsort((pairs[:, 0], pairs[:, 1]))  # by later unit, then earlier: decided in order

@@ -134,9 +134,14 @@ class NgramIndex:
         return self.key_ids(hashes) >= 0
 
     def key_ids(self, hashes: np.ndarray) -> np.ndarray:
-        """Per given hash: its position in `keys`, or -1 for a non-member."""
+        """Per given hash: its position in `keys`, or -1 for a non-member. Looked up CHUNK_POSITIONS
+        hashes at a time (temporaries stay in cache: 2x faster on 2 M mostly-member hashes than at once)."""
         out = np.full(len(hashes), -1, dtype=np.int64)
         if not len(self.keys) or not len(hashes):
+            return out
+        if len(hashes) > CHUNK_POSITIONS:
+            for lo in range(0, len(hashes), CHUNK_POSITIONS):
+                out[lo : lo + CHUNK_POSITIONS] = self.key_ids(hashes[lo : lo + CHUNK_POSITIONS])
             return out
         where = np.arange(len(hashes))
         for table, multiplier in zip(self._filters, (None, FILTER2_MULTIPLIER)):

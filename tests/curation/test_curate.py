@@ -309,3 +309,42 @@ def test_max_ngram_units_waives_boilerplate_shared_by_many_units(tmp_path, tiny_
     assert not _shares(tiny_tokenizer, phrase, _ids(tmp_path, "wikitext"))
     summary, counts, _ = run(12)  # held by exactly 12 units: not more than 12, still protected
     assert summary["waived_ngrams"] == 0 and counts["contamination_cut"]["units"] == 11
+
+
+def _val_hashes_at_once(s, removed, budget, n, specials):
+    """The val side computed over whole-split arrays (the rule _val_hashes computes block by block)."""
+    from niels_gpt.report.ngrams import windows_touching
+
+    data = s.sequence().read(0, len(s.sequence()))
+    ends = np.flatnonzero(data == s.meta["eot_id"]) + 1
+    offsets = np.concatenate(([0], ends[ends < len(data)]))
+    bounds = np.append(offsets, len(data))
+    gone = np.zeros(len(data), dtype=bool)
+    for u in removed:
+        gone[bounds[u] : bounds[u + 1]] = True
+    kept = np.flatnonzero(~gone)
+    if budget is not None and len(kept) > budget:
+        gone[kept[budget] :] = True
+    valid = np.flatnonzero(~windows_touching(specials[data] | gone, n))
+    return rolling_hashes(data, n)[valid], np.searchsorted(offsets, valid, side="right") - 1
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+@pytest.mark.parametrize(("removed", "budget"), [(set(), None), ({1}, None), ({0, 2}, 500), ({1}, 37)])
+def test_val_side_block_by_block_is_the_whole_split_rule(tmp_path, tiny_tokenizer, monkeypatch, block, removed, budget):
+    from pathlib import Path
+
+    from niels_gpt.curation import curate as curate_module
+    from niels_gpt.curation.decontaminate import special_table
+    from niels_gpt.curation.raw import ordered_splits
+
+    folder = _pretrain(tmp_path, "wikitext", [DOCS[5]], [DOCS[0], DOCS[1], DOCS[2], DOCS[3]], tiny_tokenizer)
+    s = next(x for x in ordered_splits({("pretrain", "wikitext", None): Path(folder)}, None) if x.split == "val")
+    specials = special_table(tiny_tokenizer.special_ids.values())
+    monkeypatch.setattr(curate_module, "VAL_BLOCK", block)
+    got = curate_module._val_hashes(s, removed, budget, 13, specials)
+    want = _val_hashes_at_once(s, removed, budget, 13, specials)
+    assert len(want[0]) > 0
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
