@@ -59,6 +59,7 @@ CONTAMINATED = 3
 REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
 VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
+SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
@@ -193,10 +194,17 @@ def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
     return sorted_unique(keys.astype(np.int64) * width + units) // width
 
 
+def _scan_chunks(s: RawSplit):
+    """A train split's units in chunks of ~SCAN_TOKENS (the scans below)."""
+    offsets = s.unit_starts()
+    if offsets is not None:
+        return unit_chunks(s.sequence(), offsets, SCAN_TOKENS)
+    return doc_chunks(s.sequence(), s.meta["eot_id"], SCAN_TOKENS)
+
+
 def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:
     """Per key of `index`: how many units of this train split hold it."""
-    offsets = s.unit_starts()
-    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+    chunks = _scan_chunks(s)
 
     def work(chunk):
         _, ids, starts = chunk
@@ -229,8 +237,7 @@ def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, po
     """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
     Chunks are scanned on the `pool`'s threads (numpy releases the GIL), results taken in order."""
     cuts = {}
-    offsets = s.unit_starts()
-    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+    chunks = _scan_chunks(s)
 
     def work(chunk):
         _, ids, starts = chunk

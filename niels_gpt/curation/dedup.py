@@ -123,6 +123,19 @@ def _band_of(sig, rows: int) -> Callable[[int], np.ndarray]:
     return lambda b: np.asarray(sig[:, b * rows : (b + 1) * rows])
 
 
+_BYTE_SUM = np.uint64(0x0101010101010101)
+
+
+def _row_counts(mask: np.ndarray) -> np.ndarray:
+    """Trues per row of a (m, rows) bool array: 8 bools at a time as one uint64 whose bytes are 0 or 1,
+    summed by one multiply (their sum lands in the top byte); `sum(axis=1)` over 8 columns is ~10x slower."""
+    m, rows = mask.shape
+    if rows % 8:
+        return mask.sum(axis=1)
+    counts = ((np.ascontiguousarray(mask).view(np.uint64) * _BYTE_SUM) >> np.uint64(56)).view(np.int64)
+    return counts.sum(axis=1) if rows > 8 else counts[:, 0]
+
+
 def near_duplicates(
     sig: np.ndarray | SignatureFiles, skip: np.ndarray, *, bands: int, rows: int, threshold: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,8 +164,8 @@ def near_duplicates(
                 p = pairs[lo : lo + PAIR_CHUNK]
                 x, y = band[p[:, 0]], band[p[:, 1]]
                 full_x, full_y = x != EMPTY, y != EMPTY
-                both[lo : lo + PAIR_CHUNK] += ((x == y) & full_x).sum(axis=1)
-                either[lo : lo + PAIR_CHUNK] += (full_x | full_y).sum(axis=1)
+                both[lo : lo + PAIR_CHUNK] += _row_counts((x == y) & full_x)
+                either[lo : lo + PAIR_CHUNK] += _row_counts(full_x | full_y)
     est = np.divide(both, either, out=np.zeros(len(pairs)), where=either > 0)
     close = est >= threshold
     pairs, est = pairs[close], est[close]

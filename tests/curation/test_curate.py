@@ -262,6 +262,7 @@ def test_sft_exact_duplicates_across_sources_and_contaminated_examples_are_remov
 
 
 def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch):
+    from niels_gpt.curation import curate as curate_module
     from niels_gpt.curation import raw as raw_module
 
     host = DOCS[1] + " " + DOCS[0]
@@ -275,6 +276,7 @@ def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tin
     _run(tmp_path, raw, tiny_tokenizer_path)
     whole = [open(f, "rb").read() for f in files]
     monkeypatch.setattr(raw_module, "CHUNK_TOKENS", 50)  # every document read across several chunks
+    monkeypatch.setattr(curate_module, "SCAN_TOKENS", 50)  # and scanned in several
     _run(tmp_path, raw, tiny_tokenizer_path)
     assert [open(f, "rb").read() for f in files] == whole
     assert json.loads(whole[0])["splits"]["train"]["counts"]["exact_duplicate"]["units"] == 1
