@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, windows_touching
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, sorted_unique, windows_touching
 
 CONTAMINATION = "contamination"
 
@@ -38,8 +38,7 @@ def unit_ngrams(ids: np.ndarray, n: int, specials: np.ndarray) -> np.ndarray:
 
 def protected_index(hash_arrays: list[np.ndarray]) -> NgramIndex:
     """One index over the n-gram hashes of every protected text."""
-    index, _ = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64), *hash_arrays]))
-    return index
+    return NgramIndex(sorted_unique(np.concatenate([np.zeros(0, np.uint64), *hash_arrays])))
 
 
 def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:

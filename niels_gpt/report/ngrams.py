@@ -172,7 +172,7 @@ class HashTable:
         self.bits = max(10, int(len(ids)).bit_length() + 2)
         self.mask = (1 << self.bits) - 1
         self.table = np.zeros(1 << self.bits, dtype=np.uint64)
-        self.ids = np.full(1 << self.bits, -1, dtype=np.int64)
+        self.ids = np.full(1 << self.bits, -1, dtype=np.int32 if len(keys) < 2**31 else np.int64)
         pending, pos = ids, self._home(keys[ids])
         while len(pending):
             free = np.flatnonzero(self.table[pos] == 0)
