@@ -36,7 +36,7 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
-from niels_gpt.curation.decontaminate import CONTAMINATION, covered, kept_pieces, protected_index, special_table
+from niels_gpt.curation.decontaminate import CONTAMINATION, covered, protected_index, special_table, unit_pieces
 from niels_gpt.curation.dedup import (
     EXACT,
     KEEP,
@@ -251,28 +251,32 @@ def _release_freed_memory() -> None:
 
 def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
     """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
-    Chunks are scanned on the `pool`'s threads (numpy releases the GIL), results taken in order."""
+    Chunks are scanned and cut (decontaminate.unit_pieces) on the `pool`'s threads (numpy releases the GIL),
+    results taken in order."""
     cuts = {}
     chunks = _scan_chunks(s)
+    pretrain, eot = s.family == "pretrain", s.meta.get("eot_id")
 
     def work(chunk):
         _, ids, starts = chunk
         mask = covered(ids, index, n, specials)
         hit = np.flatnonzero(np.add.reduceat(mask, starts) > 0) if mask.any() else np.zeros(0, dtype=np.int64)
-        return ids, starts, mask, hit
+        if not pretrain or not len(hit):
+            return len(starts), hit, None
+        a, b = starts[hit], np.append(starts[1:], len(ids))[hit]
+        b = b - (ids[b - 1] == eot)  # the pieces are text; each gets its own eot
+        unit, lo, hi = unit_pieces(mask, a, b, min_piece)
+        return len(starts), hit, (np.bincount(unit, minlength=len(hit)), lo.tolist(), hi.tolist())
 
     first = 0
-    for ids, starts, mask, hit in _bounded_map(pool, work, chunks, depth=depth):
-        ends = np.append(starts[1:], len(ids))
-        for k in hit.tolist():
-            u = first + k
-            if u in removed:
-                continue
-            a, b = int(starts[k]), int(ends[k])
-            if s.family == "pretrain" and ids[b - 1] == s.meta["eot_id"]:
-                b -= 1  # the pieces are text; each gets its own eot
-            cuts[u] = kept_pieces(mask[a:b], min_piece) if s.family == "pretrain" else []
-        first += len(starts)
+    for n_units, hit, pieces in _bounded_map(pool, work, chunks, depth=depth):
+        at = 0
+        for j, k in enumerate(hit.tolist()):
+            count = int(pieces[0][j]) if pieces else 0
+            if first + k not in removed:
+                cuts[first + k] = list(zip(pieces[1][at : at + count], pieces[2][at : at + count])) if pieces else []
+            at += count
+        first += n_units
     return cuts
 
 
@@ -328,6 +332,7 @@ def curate(
                         rows=dcfg["rows"],
                         threshold=dcfg["jaccard_threshold"],
                         near=dcfg["near"],
+                        num_threads=num_threads,
                     )
                 else:
                     removed, survivor = exact_duplicates(units.keys)

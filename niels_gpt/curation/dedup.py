@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from niels_gpt.curation.minhash import EMPTY, band_key, band_pairs, distinct_pairs, shingle_hashes, signatures
 from niels_gpt.curation.words import WordTable, mix64
-from niels_gpt.report.ngrams import sorted_unique
+from niels_gpt.report.ngrams import _bounded_map, sorted_unique
 
 KEEP, EXACT, NEAR = 0, 1, 2
 REASONS = {EXACT: "exact_duplicate", NEAR: "near_duplicate"}
@@ -137,35 +138,54 @@ def _row_counts(mask: np.ndarray) -> np.ndarray:
 
 
 def near_duplicates(
-    sig: np.ndarray | SignatureFiles, skip: np.ndarray, *, bands: int, rows: int, threshold: float
+    sig: np.ndarray | SignatureFiles,
+    skip: np.ndarray,
+    *,
+    bands: int,
+    rows: int,
+    threshold: float,
+    num_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(removed?, survivor or -1, estimated J or 0) per unit, among the units not in `skip`.
-    `sig`: (n, bands * rows) signatures, or SignatureFiles. One band at a time: its keys give candidate
-    pairs (minhash.band_pairs); then, for the distinct pairs, each band's matching and non-empty bins are
-    counted (minhash.estimate_jaccard's sums, band by band: the same numbers)."""
+    `sig`: (n, bands * rows) signatures, or SignatureFiles. One band at a time (bands on `num_threads`
+    threads, taken in order): its keys give candidate pairs (minhash.band_pairs); then, for the distinct
+    pairs, each band's matching and non-empty bins are counted (minhash.estimate_jaccard's sums, band by
+    band: the same numbers)."""
     n = len(sig)
     band_of = _band_of(sig, rows)
     skip = np.asarray(skip, dtype=bool)
-    found: list[np.ndarray] = []
-    for b in range(bands):
+
+    def pairs_of_band(b: int) -> list[np.ndarray]:
         col = band_key(band_of(b), b)
         col[skip] = 0
-        found += band_pairs(col)
-        if sum(len(p) for p in found) > 4 * n + (1 << 20):  # many copies: drop the repeats as we go
-            found = [distinct_pairs(found, n)]
-    pairs = distinct_pairs(found, n)
-    del found
-    both = np.zeros(len(pairs), dtype=np.int64)
-    either = np.zeros(len(pairs), dtype=np.int64)
-    if len(pairs):
-        for b in range(bands):
-            band = band_of(b)
-            for lo in range(0, len(pairs), PAIR_CHUNK):
-                p = pairs[lo : lo + PAIR_CHUNK]
-                x, y = band[p[:, 0]], band[p[:, 1]]
-                full_x, full_y = x != EMPTY, y != EMPTY
-                both[lo : lo + PAIR_CHUNK] += _row_counts((x == y) & full_x)
-                either[lo : lo + PAIR_CHUNK] += _row_counts(full_x | full_y)
+        return band_pairs(col)
+
+    def counts_of_band(b: int) -> tuple[np.ndarray, np.ndarray]:
+        band = band_of(b)
+        both, either = np.zeros(len(pairs), dtype=np.int32), np.zeros(len(pairs), dtype=np.int32)
+        for lo in range(0, len(pairs), PAIR_CHUNK):
+            p = pairs[lo : lo + PAIR_CHUNK]
+            x, y = band[p[:, 0]], band[p[:, 1]]
+            full_x, full_y = x != EMPTY, y != EMPTY
+            both[lo : lo + PAIR_CHUNK] = _row_counts((x == y) & full_x)
+            either[lo : lo + PAIR_CHUNK] = _row_counts(full_x | full_y)
+        return both, either
+
+    depth = 2 * max(1, num_threads)
+    with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+        found: list[np.ndarray] = []
+        for band_found in _bounded_map(pool, pairs_of_band, range(bands), depth):
+            found += band_found
+            if sum(len(p) for p in found) > 4 * n + (1 << 20):  # many copies: drop the repeats as we go
+                found = [distinct_pairs(found, n)]
+        pairs = distinct_pairs(found, n)
+        del found
+        both = np.zeros(len(pairs), dtype=np.int64)
+        either = np.zeros(len(pairs), dtype=np.int64)
+        if len(pairs):
+            for band_both, band_either in _bounded_map(pool, counts_of_band, range(bands), depth):
+                both += band_both
+                either += band_either
     est = np.divide(both, either, out=np.zeros(len(pairs)), where=either > 0)
     close = est >= threshold
     pairs, est = pairs[close], est[close]
@@ -180,16 +200,25 @@ def near_duplicates(
 
 
 def deduplicate(
-    keys: np.ndarray, sig: np.ndarray, *, bands: int, rows: int, threshold: float, near: bool = True
+    keys: np.ndarray,
+    sig: np.ndarray | SignatureFiles,
+    *,
+    bands: int,
+    rows: int,
+    threshold: float,
+    near: bool = True,
+    num_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(reason per unit: KEEP, EXACT or NEAR; the surviving copy or -1; estimated J of a near duplicate).
     The survivor named is always kept: an exact copy of a unit that is itself a near duplicate points at
-    the unit that stays."""
+    the unit that stays. `num_threads` work on bands (the result does not depend on it)."""
     exact, survivor = exact_duplicates(keys)
     reason = np.where(exact, EXACT, KEEP).astype(np.int8)
     similarity = np.zeros(len(reason))
     if near and len(reason):
-        removed, near_survivor, similarity = near_duplicates(sig, exact, bands=bands, rows=rows, threshold=threshold)
+        removed, near_survivor, similarity = near_duplicates(
+            sig, exact, bands=bands, rows=rows, threshold=threshold, num_threads=num_threads
+        )
         reason[removed] = NEAR
         survivor[removed] = near_survivor[removed]
         moved = exact & (reason[np.maximum(survivor, 0)] == NEAR)

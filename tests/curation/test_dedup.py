@@ -85,7 +85,7 @@ def test_signature_files_band_by_band_decide_as_whole_signatures_in_memory(tiny_
         files.done()
         assert len(files) == len(sig)
         assert (files.band(3) == sig[:, 24:32]).all()
-        on_disk = deduplicate(keys, files, bands=32, rows=8, threshold=0.8)
+        on_disk = deduplicate(keys, files, bands=32, rows=8, threshold=0.8, num_threads=2)
     in_memory = deduplicate(keys, sig, bands=32, rows=8, threshold=0.8)
     for a, b in zip(on_disk, in_memory):
         np.testing.assert_array_equal(a, b)
