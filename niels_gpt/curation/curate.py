@@ -203,9 +203,12 @@ def _scan_chunks(s: RawSplit):
     return doc_chunks(s.sequence(), s.meta["eot_id"], SCAN_TOKENS)
 
 
-def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:
-    """Per key of `index`: how many units of this train split hold it."""
-    chunks = _scan_chunks(s)
+def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int) -> None:
+    """Add to `counts` (per key of `index`) how many units of this train split hold each key, up to what
+    `_boilerplate` needs: a key whose count already exceeds `limit` is waived whatever follows, so the scan
+    stops counting it (the threads may see that a chunk late, which only counts more). The waived set is
+    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort."""
+    over = counts > limit
 
     def work(chunk):
         _, ids, starts = chunk
@@ -214,12 +217,13 @@ def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.
             return np.zeros(0, np.int64)
         key = index.key_ids(h)
         pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
+        live = ~over[key[pos]]
+        pos = pos[live]
         return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1)
 
-    counts = np.zeros(len(index), dtype=np.int64)
-    for keys in _bounded_map(pool, work, chunks, depth=depth):
+    for keys in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
         counts += np.bincount(keys, minlength=len(index))
-    return counts
+        over[keys] = counts[keys] > limit
 
 
 def _side_counts(index, sides) -> np.ndarray:
@@ -378,7 +382,7 @@ def curate(
             with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
                 for s in splits:
                     if s.split == "train":
-                        counts += _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads))
+                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads), counts, limit)
             waived = _boilerplate(index, counts, limit)
             if len(waived):
                 index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
