@@ -227,11 +227,19 @@ def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int, counts
 
 
 def _side_counts(index, sides) -> np.ndarray:
-    """Per key of `index`: how many distinct units of the protected sides (val units, benchmark texts) hold it."""
+    """Per key of `index`: how many distinct units of the protected sides (val units, benchmark texts) hold it.
+    A side is counted VAL_BLOCK n-grams at a time, cut between units (a (key, unit) pair never spans two)."""
     counts = np.zeros(len(index), dtype=np.int64)
     for h, units in sides:
-        keys = np.searchsorted(index.keys, h)
-        counts += np.bincount(_distinct_units(keys, units), minlength=len(index))
+        lo = 0
+        while lo < len(h):
+            hi = min(lo + VAL_BLOCK, len(h))
+            if hi < len(h):  # back to the start of the unit at hi, or on to the end of a unit longer than a block
+                start = int(np.searchsorted(units, units[hi], side="left"))
+                hi = start if start > lo else int(np.searchsorted(units, units[lo], side="right"))
+            keys = np.searchsorted(index.keys, h[lo:hi])
+            counts += np.bincount(_distinct_units(keys, units[lo:hi]), minlength=len(index))
+            lo = hi
     return counts
 
 
@@ -373,7 +381,7 @@ def curate(
             _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
         ]
         sides += _benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
-        index = protected_index([h for h, _ in sides])
+        index = protected_index([sorted_unique(h) for h, _ in sides])  # each side's repeats dropped first
         limit = xcfg["max_ngram_units"]
         counts = _side_counts(index, sides) if limit is not None else None
         del sides  # the scans below hold the index and the counts, not the val n-grams

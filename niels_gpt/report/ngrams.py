@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
+from threading import Lock
 
 import numpy as np
 
@@ -88,7 +89,8 @@ class NgramIndex:
         self.bits = max(MIN_FILTER_BITS, int(len(self.keys)).bit_length() + SLOT_BITS_PER_KEY)
         self._shift = np.uint64(64 - self.bits)
         self._filters = [self._build_filter(self._slots(self.keys, m)) for m in (None, FILTER2_MULTIPLIER)]
-        self._hash_table = None  # built on the first `contains`
+        self._hash_table = None  # built on the first `contains`, once (scan threads share the index)
+        self._table_lock = Lock()
 
     @classmethod
     def from_hashes(cls, hashes: np.ndarray) -> tuple[NgramIndex, np.ndarray]:
@@ -151,8 +153,9 @@ class NgramIndex:
         return out
 
     def _table(self) -> HashTable:
-        if self._hash_table is None:
-            self._hash_table = HashTable(self.keys)
+        with self._table_lock:  # two threads building it at once would hold two tables and their temporaries
+            if self._hash_table is None:
+                self._hash_table = HashTable(self.keys)
         return self._hash_table
 
 

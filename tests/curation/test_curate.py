@@ -350,3 +350,22 @@ def test_val_side_block_by_block_is_the_whole_split_rule(tmp_path, tiny_tokenize
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
         assert a.dtype == b.dtype
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1 << 20])
+def test_side_counts_block_by_block_count_distinct_units_per_key(monkeypatch, block):
+    from niels_gpt.curation import curate as curate_module
+    from niels_gpt.curation.decontaminate import protected_index
+
+    rng = np.random.default_rng(block)
+    sides = []
+    for size in (60, 1, 0, 25):
+        units = np.sort(rng.integers(0, 9, size))
+        sides.append((rng.integers(1, 12, size).astype(np.uint64), units))
+    index = protected_index([h for h, _ in sides])
+    want = np.zeros(len(index), dtype=np.int64)
+    for h, units in sides:
+        for key, _unit in {(int(k), int(u)) for k, u in zip(h, units)}:
+            want[np.searchsorted(index.keys, key)] += 1
+    monkeypatch.setattr(curate_module, "VAL_BLOCK", block)
+    np.testing.assert_array_equal(curate_module._side_counts(index, sides), want)
