@@ -369,3 +369,26 @@ def test_side_counts_block_by_block_count_distinct_units_per_key(monkeypatch, bl
             want[np.searchsorted(index.keys, key)] += 1
     monkeypatch.setattr(curate_module, "VAL_BLOCK", block)
     np.testing.assert_array_equal(curate_module._side_counts(index, sides), want)
+
+
+def test_decisions_and_waived_set_do_not_depend_on_threads_or_scan_chunks(
+    tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch
+):
+    """The boilerplate count stops counting a key once it is over the limit, as threads report chunks: the
+    waived set and every decision are the same with 1 or 3 threads and with 1 or many chunks."""
+    from niels_gpt.curation import curate as curate_module
+
+    phrase = "let me know if you would like another example of this kind of thing today"
+    train = [f"{DOCS[i % 12]} {phrase}" for i in range(1, 24)] + [DOCS[3], _near_copy(DOCS[5])]
+    raw = {("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", train, [DOCS[0] + " " + phrase], tiny_tokenizer)}
+    folder = str(raw[("pretrain", "wikitext")])
+    files = [decisions_path(tmp_path, "pretrain", "wikitext"), tmp_path / "curation" / "waived_ngrams.npy"]
+    cfg = prepare_config({"cache_dir": str(tmp_path), "decontamination": {"max_ngram_units": 3}}, source="test")
+    seen = []
+    for threads, chunk in ((1, 1 << 19), (3, 1 << 19), (3, 40), (1, 40)):
+        monkeypatch.setattr(curate_module, "SCAN_TOKENS", chunk)
+        curate(cfg, cache_dir=str(tmp_path), raw_dirs=[folder], tokenizer_path=tiny_tokenizer_path, num_threads=threads)
+        seen.append([open(f, "rb").read() for f in files])
+    assert all(s == seen[0] for s in seen)
+    decisions = json.loads(seen[0][0])["splits"]["train"]
+    assert decisions["counts"]["exact_duplicate"]["units"] >= 11 and len(np.load(files[1])) > 0
