@@ -27,7 +27,7 @@ from niels_gpt.curation.curate import CURATION_FORMAT_VERSION
 from niels_gpt.log import log as log_line
 from niels_gpt.report.corpora import find_splits
 from niels_gpt.report.leakage import _val_side
-from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, sorted_unique
 
 
 class CertificateError(ValueError):
@@ -54,12 +54,12 @@ def certify(
 
     splits, _ = find_splits(cache_dir)
     splits = [s for s in splits if s.space == "tokens"]
-    sides = [(f"{s.name} val", np.unique(_val_side(s, n).hashes)) for s in splits if s.split == "val"]
+    sides = [(f"{s.name} val", sorted_unique(_val_side(s, n).hashes)) for s in splits if s.split == "val"]
     tokenizer = SentencePieceTokenizer(tokenizer_path)
     for path in benchmarks:
         ids = tokenizer.encode_batch_arrays(benchmark_texts(path), num_threads=num_threads)
         h = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
-        sides.append((f"benchmark {path}", np.unique(np.concatenate([np.zeros(0, np.uint64), *h]))))
+        sides.append((f"benchmark {path}", sorted_unique(np.concatenate([np.zeros(0, np.uint64), *h]))))
     if waived_file:  # the boilerplate curation did not protect (decontamination.max_ngram_units)
         waived = np.load(waived_file, allow_pickle=False)
         sides = [(name, h[~np.isin(h, waived)]) for name, h in sides]

@@ -2,7 +2,8 @@
 
 Steps (each unit is a pretrain document or an SFT example; raw.py gives the survival order):
  1. keys: pretrain documents get an exact key and a MinHash signature (dedup.doc_keys; the signatures go
-    to a temporary file, only keys and lengths stay in memory), SFT examples an exact key of their ids;
+    to temporary files, one per band (dedup.SignatureFiles), read back one band at a time; the keys and
+    lengths stay in memory: 28 bytes per unit), SFT examples an exact key of their ids;
  2. duplicates (dedup.deduplicate), per family over all its splits, in the survival order;
  3. the val splits' budgets: the kept val documents, in order, up to the split's budget;
  4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized; an
@@ -23,9 +24,9 @@ tokens cut from documents that stay in pieces), over_budget (read past the budge
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,19 +36,31 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
-from niels_gpt.curation.decontaminate import CONTAMINATION, covered, kept_pieces, protected_index, special_table
-from niels_gpt.curation.dedup import EXACT, KEEP, NEAR, REASONS, deduplicate, doc_keys, exact_duplicates, token_keys
+from niels_gpt.curation.decontaminate import CONTAMINATION, covered, protected_index, special_table, unit_pieces
+from niels_gpt.curation.dedup import (
+    EXACT,
+    KEEP,
+    NEAR,
+    REASONS,
+    SignatureFiles,
+    deduplicate,
+    doc_keys,
+    exact_duplicates,
+    token_keys,
+)
 from niels_gpt.curation.raw import RawSplit, doc_chunks, ordered_splits, raw_root, unit_chunks
 from niels_gpt.curation.words import WordTable
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
 from niels_gpt.layout import CURATION_FORMAT_VERSION, decisions_dir, decisions_path, summary_path, waived_path
 from niels_gpt.log import log as log_line
 from niels_gpt.pretrain.parts import part_budget
-from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, windows_touching
+from niels_gpt.report.ngrams import _bounded_map, rolling_hashes, sorted_unique, windows_touching
 
 CONTAMINATED = 3
 REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
+VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
+SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
@@ -85,7 +98,7 @@ def _budgets(cfg: dict, s: RawSplit) -> int | None:
     return b
 
 
-def _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads: int) -> int:
+def _pretrain_keys(splits, units, table, dcfg, sigs: SignatureFiles, log, num_threads: int) -> int:
     """Key every pretrain document, chunks on `num_threads` threads (numpy releases the GIL), in order."""
     bins = dcfg["bands"] * dcfg["rows"]
     rows = 0
@@ -102,7 +115,7 @@ def _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads: int) 
             n_docs = 0
             chunks = doc_chunks(s.sequence(), s.meta["eot_id"])
             for lengths, keys, sig in _bounded_map(pool, work, chunks, depth=2 * max(1, num_threads)):
-                sig_file.write(sig.tobytes())
+                sigs.append(sig)
                 units.add(no, n_docs, lengths, keys)
                 n_docs += len(lengths)
                 rows += len(lengths)
@@ -124,7 +137,8 @@ def _val_hashes(
     s: RawSplit, removed_units: set, budget: int | None, n: int, specials: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(hashes, unit of each) of the n-grams of what stays of a val split: kept units, up to its budget;
-    none holding a special."""
+    none holding a special. Held: the split's ids and two flags per position (4 bytes per position) and
+    the result (16 bytes per n-gram kept); hashed VAL_BLOCK n-gram starts at a time."""
     seq = s.sequence()
     data = seq.read(0, len(seq))
     offsets = s.unit_starts()
@@ -132,17 +146,32 @@ def _val_hashes(
         ends = np.flatnonzero(data == s.meta["eot_id"]) + 1
         offsets = np.concatenate(([0], ends[ends < len(data)])).astype(np.int64)
     bounds = np.append(offsets, len(data))
-    gone = np.zeros(len(data), dtype=bool)
+    gone = np.zeros(len(data), dtype=bool)  # removed units, then everything past the budget
     for u in removed_units:
         gone[bounds[u] : bounds[u + 1]] = True
-    kept_positions = np.flatnonzero(~gone)
-    if budget is not None and len(kept_positions) > budget:
-        gone[kept_positions[budget] :] = True
-    h = rolling_hashes(data, n)
-    if not len(h):
-        return h, np.zeros(0, dtype=np.int64)
-    valid = np.flatnonzero(~windows_touching(specials[data] | gone, n))
-    return h[valid], np.searchsorted(offsets, valid, side="right") - 1
+    if budget is not None:
+        _cut_at_budget(gone, budget)
+    flags = specials[data] | gone
+    del gone
+    starts = len(data) - n + 1
+    hashes, units = [np.zeros(0, np.uint64)], [np.zeros(0, np.int64)]
+    for lo in range(0, max(starts, 0), VAL_BLOCK):
+        hi = min(lo + VAL_BLOCK, starts)
+        valid = np.flatnonzero(~windows_touching(flags[lo : hi + n - 1], n))
+        hashes.append(rolling_hashes(data[lo : hi + n - 1], n)[valid])
+        units.append(np.searchsorted(offsets, valid + lo, side="right") - 1)
+    return np.concatenate(hashes), np.concatenate(units)
+
+
+def _cut_at_budget(gone: np.ndarray, budget: int) -> None:
+    """Mark gone every position from the `budget`-th one not gone on, found VAL_BLOCK positions at a time."""
+    before = 0
+    for lo in range(0, len(gone), VAL_BLOCK):
+        kept = np.flatnonzero(~gone[lo : lo + VAL_BLOCK])
+        if before + len(kept) > budget:
+            gone[lo + kept[budget - before] :] = True
+            return
+        before += len(kept)
 
 
 def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -163,13 +192,23 @@ def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
     if not len(keys):
         return np.zeros(0, dtype=np.int64)
     width = int(units.max()) + 1  # one int64 per pair: a 1-D unique, far faster than unique rows
-    return np.unique(keys.astype(np.int64) * width + units) // width
+    return sorted_unique(keys.astype(np.int64) * width + units) // width
 
 
-def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.ndarray:
-    """Per key of `index`: how many units of this train split hold it."""
+def _scan_chunks(s: RawSplit):
+    """A train split's units in chunks of ~SCAN_TOKENS (the scans below)."""
     offsets = s.unit_starts()
-    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+    if offsets is not None:
+        return unit_chunks(s.sequence(), offsets, SCAN_TOKENS)
+    return doc_chunks(s.sequence(), s.meta["eot_id"], SCAN_TOKENS)
+
+
+def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int) -> None:
+    """Add to `counts` (per key of `index`) how many units of this train split hold each key, up to what
+    `_boilerplate` needs: a key whose count already exceeds `limit` is waived whatever follows, so the scan
+    stops counting it (the threads may see that a chunk late, which only counts more). The waived set is
+    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort."""
+    over = counts > limit
 
     def work(chunk):
         _, ids, starts = chunk
@@ -178,51 +217,78 @@ def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int) -> np.
             return np.zeros(0, np.int64)
         key = index.key_ids(h)
         pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
+        live = ~over[key[pos]]
+        pos = pos[live]
         return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1)
 
-    counts = np.zeros(len(index), dtype=np.int64)
-    for keys in _bounded_map(pool, work, chunks, depth=depth):
+    for keys in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
         counts += np.bincount(keys, minlength=len(index))
+        over[keys] = counts[keys] > limit
+
+
+def _side_counts(index, sides) -> np.ndarray:
+    """Per key of `index`: how many distinct units of the protected sides (val units, benchmark texts) hold it.
+    A side is counted VAL_BLOCK n-grams at a time, cut between units (a (key, unit) pair never spans two)."""
+    counts = np.zeros(len(index), dtype=np.int64)
+    for h, units in sides:
+        lo = 0
+        while lo < len(h):
+            hi = min(lo + VAL_BLOCK, len(h))
+            if hi < len(h):  # back to the start of the unit at hi, or on to the end of a unit longer than a block
+                start = int(np.searchsorted(units, units[hi], side="left"))
+                hi = start if start > lo else int(np.searchsorted(units, units[lo], side="right"))
+            keys = np.searchsorted(index.keys, h[lo:hi])
+            counts += np.bincount(_distinct_units(keys, units[lo:hi]), minlength=len(index))
+            lo = hi
     return counts
 
 
-def _boilerplate(index, sides, train_counts, limit: int | None) -> np.ndarray:
-    """The protected keys held by more than `limit` distinct units (val units, benchmark texts and train
-    units together): boilerplate, not evaluation text; none when `limit` is None."""
+def _boilerplate(index, counts: np.ndarray, limit: int | None) -> np.ndarray:
+    """The protected keys held by more than `limit` distinct units (`counts`: val units, benchmark texts and
+    train units together): boilerplate, not evaluation text; none when `limit` is None."""
     if limit is None or not len(index):
         return np.zeros(0, dtype=np.uint64)
-    counts = train_counts.copy()
-    for h, units in sides:
-        keys = np.searchsorted(index.keys, h)
-        counts += np.bincount(_distinct_units(keys, units), minlength=len(index))
     return index.keys[counts > limit]
+
+
+def _release_freed_memory() -> None:
+    """Give the heap's free pages back to the system between stages: glibc keeps what numpy's temporaries
+    freed in each thread's arena (at full size ~300 MB after the scans, measured with malloc_trim), and the
+    next stage would add its own peak on top. Nothing to do where there is no glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
     """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
-    Chunks are scanned on the `pool`'s threads (numpy releases the GIL), results taken in order."""
+    Chunks are scanned and cut (decontaminate.unit_pieces) on the `pool`'s threads (numpy releases the GIL),
+    results taken in order."""
     cuts = {}
-    offsets = s.unit_starts()
-    chunks = unit_chunks(s.sequence(), offsets) if offsets is not None else doc_chunks(s.sequence(), s.meta["eot_id"])
+    chunks = _scan_chunks(s)
+    pretrain, eot = s.family == "pretrain", s.meta.get("eot_id")
 
     def work(chunk):
         _, ids, starts = chunk
         mask = covered(ids, index, n, specials)
         hit = np.flatnonzero(np.add.reduceat(mask, starts) > 0) if mask.any() else np.zeros(0, dtype=np.int64)
-        return ids, starts, mask, hit
+        if not pretrain or not len(hit):
+            return len(starts), hit, None
+        a, b = starts[hit], np.append(starts[1:], len(ids))[hit]
+        b = b - (ids[b - 1] == eot)  # the pieces are text; each gets its own eot
+        unit, lo, hi = unit_pieces(mask, a, b, min_piece)
+        return len(starts), hit, (np.bincount(unit, minlength=len(hit)), lo.tolist(), hi.tolist())
 
     first = 0
-    for ids, starts, mask, hit in _bounded_map(pool, work, chunks, depth=depth):
-        ends = np.append(starts[1:], len(ids))
-        for k in hit.tolist():
-            u = first + k
-            if u in removed:
-                continue
-            a, b = int(starts[k]), int(ends[k])
-            if s.family == "pretrain" and ids[b - 1] == s.meta["eot_id"]:
-                b -= 1  # the pieces are text; each gets its own eot
-            cuts[u] = kept_pieces(mask[a:b], min_piece) if s.family == "pretrain" else []
-        first += len(starts)
+    for n_units, hit, pieces in _bounded_map(pool, work, chunks, depth=depth):
+        at = 0
+        for j, k in enumerate(hit.tolist()):
+            count = int(pieces[0][j]) if pieces else 0
+            if first + k not in removed:
+                cuts[first + k] = list(zip(pieces[1][at : at + count], pieces[2][at : at + count])) if pieces else []
+            at += count
+        first += n_units
     return cuts
 
 
@@ -260,28 +326,26 @@ def curate(
         units = _Units()
         tmp = Path(decisions_dir(cache_dir))
         tmp.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=tmp, suffix=".sig.tmp") as sig_file:
+        with SignatureFiles(tmp, bands=dcfg["bands"], rows=dcfg["rows"]) as sigs:
             if family == "pretrain":
                 table = WordTable.from_tokenizer(tokenizer)
-                rows = _pretrain_keys(splits, units, table, dcfg, sig_file, log, num_threads)
+                rows = _pretrain_keys(splits, units, table, dcfg, sigs, log, num_threads)
             else:
                 _sft_keys(splits, units)
                 rows = 0
             units.done()
-            sig_file.flush()
+            sigs.done()
             if dcfg["enabled"] and len(units.keys):
                 if family == "pretrain" and rows:
-                    bins = dcfg["bands"] * dcfg["rows"]
-                    sig = np.memmap(sig_file.name, dtype=np.uint32, mode="r", shape=(rows, bins))
                     reason, survivor, sim = deduplicate(
                         units.keys,
-                        sig,
+                        sigs,
                         bands=dcfg["bands"],
                         rows=dcfg["rows"],
                         threshold=dcfg["jaccard_threshold"],
                         near=dcfg["near"],
+                        num_threads=num_threads,
                     )
-                    del sig
                 else:
                     removed, survivor = exact_duplicates(units.keys)
                     reason, sim = np.where(removed, EXACT, KEEP).astype(np.int8), np.zeros(len(removed))
@@ -307,6 +371,8 @@ def curate(
         decided = [v for no, d in reason_of.items() if splits[no].family == family for v in d.values()]
         kinds = (EXACT, NEAR) if family == "pretrain" else (EXACT,)
         log(f"{family}: {len(units.keys):,} units; " + ", ".join(f"{REASONS[r]} {decided.count(r):,}" for r in kinds))
+        del units
+        _release_freed_memory()
     # 3-5: protected n-grams, train scans
     pieces: dict[int, dict[int, list]] = {no: {} for no in range(len(splits))}
     waived = np.zeros(0, dtype=np.uint64)
@@ -315,22 +381,21 @@ def curate(
             _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
         ]
         sides += _benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
-        index = protected_index([h for h, _ in sides])
+        index = protected_index([sorted_unique(h) for h, _ in sides])  # each side's repeats dropped first
         limit = xcfg["max_ngram_units"]
+        counts = _side_counts(index, sides) if limit is not None else None
+        del sides  # the scans below hold the index and the counts, not the val n-grams
+        _release_freed_memory()
         if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
             with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
-                train_counts = sum(
-                    (
-                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads))
-                        for s in splits
-                        if s.split == "train"
-                    ),
-                    np.zeros(len(index), dtype=np.int64),
-                )
-            waived = _boilerplate(index, sides, train_counts, limit)
+                for s in splits:
+                    if s.split == "train":
+                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads), counts, limit)
+            waived = _boilerplate(index, counts, limit)
             if len(waived):
                 index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
-        del sides
+            del counts
+            _release_freed_memory()
         log(
             f"{len(index):,} protected {n}-grams (val splits + {len(xcfg['benchmarks'])} benchmark files); "
             f"{len(waived):,} waived as boilerplate (in more than {limit} units)"

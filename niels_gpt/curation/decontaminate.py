@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, windows_touching
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, sorted_unique, windows_touching
 
 CONTAMINATION = "contamination"
 
@@ -38,8 +38,7 @@ def unit_ngrams(ids: np.ndarray, n: int, specials: np.ndarray) -> np.ndarray:
 
 def protected_index(hash_arrays: list[np.ndarray]) -> NgramIndex:
     """One index over the n-gram hashes of every protected text."""
-    index, _ = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64), *hash_arrays]))
-    return index
+    return NgramIndex(sorted_unique(np.concatenate([np.zeros(0, np.uint64), *hash_arrays])))
 
 
 def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:
@@ -62,3 +61,28 @@ def kept_pieces(mask: np.ndarray, min_piece: int) -> list[tuple[int, int]]:
     edges = np.flatnonzero(np.diff(np.concatenate(([1], mask.astype(np.int8), [1]))))
     starts, ends = edges[0::2], edges[1::2]
     return [(int(a), int(b)) for a, b in zip(starts, ends) if b - a >= max(min_piece, 1)]
+
+
+def unit_pieces(
+    mask: np.ndarray, a: np.ndarray, b: np.ndarray, min_piece: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`kept_pieces` of many units at once: for the disjoint ranges [a[j], b[j]) of `mask` (ascending), every
+    run of False inside one range at least `min_piece` long, as (j, start, end) arrays, start and end
+    relative to a[j], in order. A run never crosses a range boundary."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    depth = np.zeros(len(mask) + 1, dtype=np.int64)
+    np.add.at(depth, a, 1)
+    np.add.at(depth, b, -1)
+    free = np.zeros(len(mask) + 2, dtype=np.int8)  # padded by one False on each side
+    free[1:-1] = (np.cumsum(depth[:-1]) > 0) & ~mask
+    edges = np.diff(free)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    # a run spanning two adjacent ranges (b[j] == a[j + 1], no separator between them) is split at a[j + 1]
+    joined = a[np.isin(a, b)]
+    joined = joined[free[joined] & free[joined + 1] > 0]
+    if len(joined):
+        starts, ends = np.sort(np.concatenate([starts, joined])), np.sort(np.concatenate([ends, joined]))
+    unit = np.searchsorted(a, starts, side="right") - 1
+    keep = ends - starts >= max(min_piece, 1)
+    unit, starts, ends = unit[keep], starts[keep], ends[keep]
+    return unit, starts - a[unit], ends - a[unit]

@@ -14,15 +14,21 @@ removal decisions depend on that order and the units only, never on chunking, pa
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
-from niels_gpt.curation.minhash import band_keys, candidate_pairs, estimate_jaccard, shingle_hashes, signatures
+from niels_gpt.curation.minhash import EMPTY, band_key, band_pairs, distinct_pairs, shingle_hashes, signatures
 from niels_gpt.curation.words import WordTable, mix64
+from niels_gpt.report.ngrams import _bounded_map, sorted_unique
 
 KEEP, EXACT, NEAR = 0, 1, 2
 REASONS = {EXACT: "exact_duplicate", NEAR: "near_duplicate"}
 _POSITION = np.uint64(0x9E3779B97F4A7C15)
-PAIR_CHUNK = 1 << 14  # candidate pairs compared at once: 2 x 16 K x 256 x 4 bytes = 32 MB
+PAIR_CHUNK = 1 << 16  # candidate pairs compared at once, one band: 2 x 64 K x 8 x 4 bytes = 4 MB
 
 
 def _ordered_sum(values: np.ndarray, unit_of: np.ndarray, starts: np.ndarray, n_units: int) -> np.ndarray:
@@ -66,27 +72,121 @@ def exact_duplicates(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(removed?, index of the surviving copy or -1) per unit: removed when an earlier unit has its key."""
     keys = np.asarray(keys, dtype=np.uint64)
     _, first = np.unique(keys, return_index=True)
-    survivor = first[np.searchsorted(np.unique(keys), keys)]
+    survivor = first[np.searchsorted(sorted_unique(keys), keys)]
     removed = (survivor != np.arange(len(keys))) & (keys != 0)
     return removed, np.where(removed, survivor, -1)
 
 
+class SignatureFiles:
+    """MinHash signatures on disk, band by band: one file per band of (documents, rows) uint32, appended a
+    chunk of documents at a time in document order (`append`). Banding and the estimates read one band at a
+    time with plain reads (`band`: rows x 4 bytes per document), never all signatures at once and never
+    through a memory map, so what a job holds does not grow with the signatures (32 bytes per document for
+    the default 8 rows; 1 KB per document for all 256 bins)."""
+
+    def __init__(self, folder: str | os.PathLike, *, bands: int, rows: int):
+        self._tmp = tempfile.TemporaryDirectory(dir=folder, suffix=".sig.tmp")
+        self.bands, self.rows, self.n = bands, rows, 0
+        self._paths = [os.path.join(self._tmp.name, f"band_{b:03d}") for b in range(bands)]
+        self._files = [open(path, "wb") for path in self._paths]  # noqa: SIM115 (closed in `done`/`close`)
+
+    def append(self, sig: np.ndarray) -> None:
+        """Add the signatures (n, bands * rows) of the next documents."""
+        for b, f in enumerate(self._files):
+            f.write(np.ascontiguousarray(sig[:, b * self.rows : (b + 1) * self.rows]).tobytes())
+        self.n += len(sig)
+
+    def done(self) -> None:
+        for f in self._files:
+            f.close()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def band(self, b: int) -> np.ndarray:
+        """(n, rows) uint32: the bins of band `b` of every document."""
+        return np.fromfile(self._paths[b], dtype=np.uint32, count=self.n * self.rows).reshape(self.n, self.rows)
+
+    def close(self) -> None:
+        self.done()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> SignatureFiles:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _band_of(sig, rows: int) -> Callable[[int], np.ndarray]:
+    if isinstance(sig, SignatureFiles):
+        return sig.band
+    return lambda b: np.asarray(sig[:, b * rows : (b + 1) * rows])
+
+
+_BYTE_SUM = np.uint64(0x0101010101010101)
+
+
+def _row_counts(mask: np.ndarray) -> np.ndarray:
+    """Trues per row of a (m, rows) bool array: 8 bools at a time as one uint64 whose bytes are 0 or 1,
+    summed by one multiply (their sum lands in the top byte); `sum(axis=1)` over 8 columns is ~10x slower."""
+    m, rows = mask.shape
+    if rows % 8:
+        return mask.sum(axis=1)
+    counts = ((np.ascontiguousarray(mask).view(np.uint64) * _BYTE_SUM) >> np.uint64(56)).view(np.int64)
+    return counts.sum(axis=1) if rows > 8 else counts[:, 0]
+
+
 def near_duplicates(
-    sig: np.ndarray, skip: np.ndarray, *, bands: int, rows: int, threshold: float
+    sig: np.ndarray | SignatureFiles,
+    skip: np.ndarray,
+    *,
+    bands: int,
+    rows: int,
+    threshold: float,
+    num_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(removed?, survivor or -1, estimated J or 0) per unit, among the units not in `skip`.
-    `sig` (n, bands * rows) may be a memory map: rows are read in chunks of candidate pairs."""
+    `sig`: (n, bands * rows) signatures, or SignatureFiles. One band at a time (bands on `num_threads`
+    threads, taken in order): its keys give candidate pairs (minhash.band_pairs); then, for the distinct
+    pairs, each band's matching and non-empty bins are counted (minhash.estimate_jaccard's sums, band by
+    band: the same numbers)."""
     n = len(sig)
-    keys = np.zeros((n, bands), dtype=np.uint64)
-    for lo in range(0, n, PAIR_CHUNK):
-        keys[lo : lo + PAIR_CHUNK] = band_keys(np.asarray(sig[lo : lo + PAIR_CHUNK]), bands, rows)
-    keys[np.asarray(skip, dtype=bool)] = 0
-    pairs = candidate_pairs(keys)
-    del keys
-    est = np.zeros(len(pairs))
-    for lo in range(0, len(pairs), PAIR_CHUNK):
-        p = pairs[lo : lo + PAIR_CHUNK]
-        est[lo : lo + PAIR_CHUNK] = estimate_jaccard(np.asarray(sig[p[:, 0]]), np.asarray(sig[p[:, 1]]))
+    band_of = _band_of(sig, rows)
+    skip = np.asarray(skip, dtype=bool)
+
+    def pairs_of_band(b: int) -> list[np.ndarray]:
+        col = band_key(band_of(b), b)
+        col[skip] = 0
+        return band_pairs(col)
+
+    def counts_of_band(b: int) -> tuple[np.ndarray, np.ndarray]:
+        band = band_of(b)
+        both, either = np.zeros(len(pairs), dtype=np.int32), np.zeros(len(pairs), dtype=np.int32)
+        for lo in range(0, len(pairs), PAIR_CHUNK):
+            p = pairs[lo : lo + PAIR_CHUNK]
+            x, y = band[p[:, 0]], band[p[:, 1]]
+            full_x, full_y = x != EMPTY, y != EMPTY
+            both[lo : lo + PAIR_CHUNK] = _row_counts((x == y) & full_x)
+            either[lo : lo + PAIR_CHUNK] = _row_counts(full_x | full_y)
+        return both, either
+
+    depth = 2 * max(1, num_threads)
+    with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
+        found: list[np.ndarray] = []
+        for band_found in _bounded_map(pool, pairs_of_band, range(bands), depth):
+            found += band_found
+            if sum(len(p) for p in found) > 4 * n + (1 << 20):  # many copies: drop the repeats as we go
+                found = [distinct_pairs(found, n)]
+        pairs = distinct_pairs(found, n)
+        del found
+        both = np.zeros(len(pairs), dtype=np.int64)
+        either = np.zeros(len(pairs), dtype=np.int64)
+        if len(pairs):
+            for band_both, band_either in _bounded_map(pool, counts_of_band, range(bands), depth):
+                both += band_both
+                either += band_either
+    est = np.divide(both, either, out=np.zeros(len(pairs)), where=either > 0)
     close = est >= threshold
     pairs, est = pairs[close], est[close]
     order = np.lexsort((pairs[:, 0], pairs[:, 1]))  # by later unit, then earlier: decided in order
@@ -100,16 +200,25 @@ def near_duplicates(
 
 
 def deduplicate(
-    keys: np.ndarray, sig: np.ndarray, *, bands: int, rows: int, threshold: float, near: bool = True
+    keys: np.ndarray,
+    sig: np.ndarray | SignatureFiles,
+    *,
+    bands: int,
+    rows: int,
+    threshold: float,
+    near: bool = True,
+    num_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(reason per unit: KEEP, EXACT or NEAR; the surviving copy or -1; estimated J of a near duplicate).
     The survivor named is always kept: an exact copy of a unit that is itself a near duplicate points at
-    the unit that stays."""
+    the unit that stays. `num_threads` work on bands (the result does not depend on it)."""
     exact, survivor = exact_duplicates(keys)
     reason = np.where(exact, EXACT, KEEP).astype(np.int8)
     similarity = np.zeros(len(reason))
     if near and len(reason):
-        removed, near_survivor, similarity = near_duplicates(sig, exact, bands=bands, rows=rows, threshold=threshold)
+        removed, near_survivor, similarity = near_duplicates(
+            sig, exact, bands=bands, rows=rows, threshold=threshold, num_threads=num_threads
+        )
         reason[removed] = NEAR
         survivor[removed] = near_survivor[removed]
         moved = exact & (reason[np.maximum(survivor, 0)] == NEAR)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from niels_gpt.curation.words import mix64
-from niels_gpt.report.ngrams import rolling_hashes
+from niels_gpt.report.ngrams import rolling_hashes, sorted_unique
 
 EMPTY = np.uint32(0xFFFFFFFF)
 SHINGLE_WORDS = 5  # config: dedup.shingle_words
@@ -69,39 +69,52 @@ def signatures(grams: np.ndarray, gram_doc: np.ndarray, n_docs: int, num_bins: i
 
 def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """(n_docs, bands) uint64 band keys; 0 for a band whose bins are all EMPTY (never a candidate)."""
-    n = len(sig)
-    s = sig.reshape(n, bands, rows).astype(np.uint64)
-    h = np.broadcast_to((np.arange(bands, dtype=np.uint64) + np.uint64(1)) * _BAND_SEED, (n, bands)).copy()
-    for r in range(rows):
-        h = mix64(h ^ s[:, :, r])
+    out = np.zeros((len(sig), bands), dtype=np.uint64)
+    for b in range(bands):
+        out[:, b] = band_key(sig[:, b * rows : (b + 1) * rows], b)
+    return out
+
+
+def band_key(band: np.ndarray, b: int) -> np.ndarray:
+    """(n_docs,) uint64 keys of band number `b`, whose bins are the columns of `band` (n_docs, rows)."""
+    h = np.full(len(band), (b + 1) * int(_BAND_SEED) % (1 << 64), dtype=np.uint64)
+    for r in range(band.shape[1]):
+        h = mix64(h ^ band[:, r].astype(np.uint64))
     h[h == 0] = 1
-    h[(sig.reshape(n, bands, rows) == EMPTY).all(axis=2)] = 0
+    h[(band == EMPTY).all(axis=1)] = 0
     return h
+
+
+def band_pairs(col: np.ndarray) -> list[np.ndarray]:
+    """(m, 2) int64 pair arrays (i < j, maybe repeated) of the documents that share a key of one band
+    (`col`: one key per document, 0 = no key): within a run of equal keys, each document with the run's
+    first and with its predecessor."""
+    idx = np.flatnonzero(col)
+    order = idx[np.argsort(col[idx], kind="stable")]
+    k = col[order]
+    same = k[1:] == k[:-1]
+    if not same.any():
+        return []
+    run_start = np.concatenate(([True], ~same))
+    first = order[np.maximum.accumulate(np.where(run_start, np.arange(len(order)), 0))]
+    later = np.flatnonzero(~run_start)
+    prev = later[first[later] != order[later - 1]]
+    return [np.stack([first[later], order[later]], axis=1), np.stack([order[prev - 1], order[prev]], axis=1)]
+
+
+def distinct_pairs(found: list[np.ndarray], n: int) -> np.ndarray:
+    """The distinct pairs of `found` (arrays of (i, j) pairs of documents below `n`), sorted."""
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.concatenate(found)
+    code = sorted_unique(pairs[:, 0] * np.int64(n) + pairs[:, 1])
+    return np.stack([code // n, code % n], axis=1)
 
 
 def candidate_pairs(keys: np.ndarray) -> np.ndarray:
     """(m, 2) int64 distinct pairs (i < j) of rows of `keys` (n_docs, bands) that share a band key."""
     n, bands = keys.shape
-    found = []
-    for b in range(bands):
-        col = keys[:, b]
-        idx = np.flatnonzero(col)
-        order = idx[np.argsort(col[idx], kind="stable")]
-        k = col[order]
-        same = k[1:] == k[:-1]
-        if not same.any():
-            continue
-        run_start = np.concatenate(([True], ~same))
-        first = order[np.maximum.accumulate(np.where(run_start, np.arange(len(order)), 0))]
-        later = np.flatnonzero(~run_start)
-        found.append(np.stack([first[later], order[later]], axis=1))
-        prev = later[first[later] != order[later - 1]]
-        found.append(np.stack([order[prev - 1], order[prev]], axis=1))
-    if not found:
-        return np.zeros((0, 2), dtype=np.int64)
-    pairs = np.concatenate(found)
-    code = np.unique(pairs[:, 0] * np.int64(n) + pairs[:, 1])
-    return np.stack([code // n, code % n], axis=1)
+    return distinct_pairs([p for b in range(bands) for p in band_pairs(keys[:, b])], n)
 
 
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:

@@ -121,7 +121,8 @@ class WordTable:
         first, length = first[keep], length[keep]
         # Horner's rule over the words' tokens, longest words first: step k folds token k of every word
         # longer than k (a prefix of the sorted words), so the work is one multiply-add per token.
-        order = np.argsort(-length, kind="stable")
+        by = -length  # a stable sort of 16-bit keys is a radix sort: ~8x faster on 1 M words than of int64
+        order = np.argsort(by.astype(np.int16) if len(by) and length.max() < 1 << 15 else by, kind="stable")
         at, n_longer = first[order], length[order]
         t = ids[at]
         h = self.g[t].copy()

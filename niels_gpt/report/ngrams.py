@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
+from threading import Lock
 
 import numpy as np
 
@@ -57,6 +58,18 @@ def rolling_hashes(x: np.ndarray, n: int) -> np.ndarray:
     return h
 
 
+def sorted_unique(x: np.ndarray) -> np.ndarray:
+    """np.unique(x) (the distinct values, ascending) by a sort: numpy 2.3+ answers a plain np.unique of
+    integers with a hash table, measured ~15x slower on 2 M int64 (1.68 s vs 0.11 s)."""
+    s = np.sort(np.asarray(x).reshape(-1))
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def windows_touching(flags: np.ndarray, n: int) -> np.ndarray:
     """For every n-gram start of a sequence with per-position `flags`: does the n-gram hold a flag?"""
     if len(flags) < n:
@@ -76,7 +89,8 @@ class NgramIndex:
         self.bits = max(MIN_FILTER_BITS, int(len(self.keys)).bit_length() + SLOT_BITS_PER_KEY)
         self._shift = np.uint64(64 - self.bits)
         self._filters = [self._build_filter(self._slots(self.keys, m)) for m in (None, FILTER2_MULTIPLIER)]
-        self._hash_table = None  # built on the first `contains`
+        self._hash_table = None  # built on the first `contains`, once (scan threads share the index)
+        self._table_lock = Lock()
 
     @classmethod
     def from_hashes(cls, hashes: np.ndarray) -> tuple[NgramIndex, np.ndarray]:
@@ -122,9 +136,14 @@ class NgramIndex:
         return self.key_ids(hashes) >= 0
 
     def key_ids(self, hashes: np.ndarray) -> np.ndarray:
-        """Per given hash: its position in `keys`, or -1 for a non-member."""
+        """Per given hash: its position in `keys`, or -1 for a non-member. Looked up CHUNK_POSITIONS
+        hashes at a time (temporaries stay in cache: 2x faster on 2 M mostly-member hashes than at once)."""
         out = np.full(len(hashes), -1, dtype=np.int64)
         if not len(self.keys) or not len(hashes):
+            return out
+        if len(hashes) > CHUNK_POSITIONS:
+            for lo in range(0, len(hashes), CHUNK_POSITIONS):
+                out[lo : lo + CHUNK_POSITIONS] = self.key_ids(hashes[lo : lo + CHUNK_POSITIONS])
             return out
         where = np.arange(len(hashes))
         for table, multiplier in zip(self._filters, (None, FILTER2_MULTIPLIER)):
@@ -134,8 +153,9 @@ class NgramIndex:
         return out
 
     def _table(self) -> HashTable:
-        if self._hash_table is None:
-            self._hash_table = HashTable(self.keys)
+        with self._table_lock:  # two threads building it at once would hold two tables and their temporaries
+            if self._hash_table is None:
+                self._hash_table = HashTable(self.keys)
         return self._hash_table
 
 
@@ -155,7 +175,7 @@ class HashTable:
         self.bits = max(10, int(len(ids)).bit_length() + 2)
         self.mask = (1 << self.bits) - 1
         self.table = np.zeros(1 << self.bits, dtype=np.uint64)
-        self.ids = np.full(1 << self.bits, -1, dtype=np.int64)
+        self.ids = np.full(1 << self.bits, -1, dtype=np.int32 if len(keys) < 2**31 else np.int64)
         pending, pos = ids, self._home(keys[ids])
         while len(pending):
             free = np.flatnonzero(self.table[pos] == 0)

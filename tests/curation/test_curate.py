@@ -262,6 +262,7 @@ def test_sft_exact_duplicates_across_sources_and_contaminated_examples_are_remov
 
 
 def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch):
+    from niels_gpt.curation import curate as curate_module
     from niels_gpt.curation import raw as raw_module
 
     host = DOCS[1] + " " + DOCS[0]
@@ -275,6 +276,7 @@ def test_decisions_do_not_depend_on_the_chunk_size(tmp_path, tiny_tokenizer, tin
     _run(tmp_path, raw, tiny_tokenizer_path)
     whole = [open(f, "rb").read() for f in files]
     monkeypatch.setattr(raw_module, "CHUNK_TOKENS", 50)  # every document read across several chunks
+    monkeypatch.setattr(curate_module, "SCAN_TOKENS", 50)  # and scanned in several
     _run(tmp_path, raw, tiny_tokenizer_path)
     assert [open(f, "rb").read() for f in files] == whole
     assert json.loads(whole[0])["splits"]["train"]["counts"]["exact_duplicate"]["units"] == 1
@@ -309,3 +311,84 @@ def test_max_ngram_units_waives_boilerplate_shared_by_many_units(tmp_path, tiny_
     assert not _shares(tiny_tokenizer, phrase, _ids(tmp_path, "wikitext"))
     summary, counts, _ = run(12)  # held by exactly 12 units: not more than 12, still protected
     assert summary["waived_ngrams"] == 0 and counts["contamination_cut"]["units"] == 11
+
+
+def _val_hashes_at_once(s, removed, budget, n, specials):
+    """The val side computed over whole-split arrays (the rule _val_hashes computes block by block)."""
+    from niels_gpt.report.ngrams import windows_touching
+
+    data = s.sequence().read(0, len(s.sequence()))
+    ends = np.flatnonzero(data == s.meta["eot_id"]) + 1
+    offsets = np.concatenate(([0], ends[ends < len(data)]))
+    bounds = np.append(offsets, len(data))
+    gone = np.zeros(len(data), dtype=bool)
+    for u in removed:
+        gone[bounds[u] : bounds[u + 1]] = True
+    kept = np.flatnonzero(~gone)
+    if budget is not None and len(kept) > budget:
+        gone[kept[budget] :] = True
+    valid = np.flatnonzero(~windows_touching(specials[data] | gone, n))
+    return rolling_hashes(data, n)[valid], np.searchsorted(offsets, valid, side="right") - 1
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+@pytest.mark.parametrize(("removed", "budget"), [(set(), None), ({1}, None), ({0, 2}, 500), ({1}, 37)])
+def test_val_side_block_by_block_is_the_whole_split_rule(tmp_path, tiny_tokenizer, monkeypatch, block, removed, budget):
+    from pathlib import Path
+
+    from niels_gpt.curation import curate as curate_module
+    from niels_gpt.curation.decontaminate import special_table
+    from niels_gpt.curation.raw import ordered_splits
+
+    folder = _pretrain(tmp_path, "wikitext", [DOCS[5]], [DOCS[0], DOCS[1], DOCS[2], DOCS[3]], tiny_tokenizer)
+    s = next(x for x in ordered_splits({("pretrain", "wikitext", None): Path(folder)}, None) if x.split == "val")
+    specials = special_table(tiny_tokenizer.special_ids.values())
+    monkeypatch.setattr(curate_module, "VAL_BLOCK", block)
+    got = curate_module._val_hashes(s, removed, budget, 13, specials)
+    want = _val_hashes_at_once(s, removed, budget, 13, specials)
+    assert len(want[0]) > 0
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1 << 20])
+def test_side_counts_block_by_block_count_distinct_units_per_key(monkeypatch, block):
+    from niels_gpt.curation import curate as curate_module
+    from niels_gpt.curation.decontaminate import protected_index
+
+    rng = np.random.default_rng(block)
+    sides = []
+    for size in (60, 1, 0, 25):
+        units = np.sort(rng.integers(0, 9, size))
+        sides.append((rng.integers(1, 12, size).astype(np.uint64), units))
+    index = protected_index([h for h, _ in sides])
+    want = np.zeros(len(index), dtype=np.int64)
+    for h, units in sides:
+        for key, _unit in {(int(k), int(u)) for k, u in zip(h, units)}:
+            want[np.searchsorted(index.keys, key)] += 1
+    monkeypatch.setattr(curate_module, "VAL_BLOCK", block)
+    np.testing.assert_array_equal(curate_module._side_counts(index, sides), want)
+
+
+def test_decisions_and_waived_set_do_not_depend_on_threads_or_scan_chunks(
+    tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch
+):
+    """The boilerplate count stops counting a key once it is over the limit, as threads report chunks: the
+    waived set and every decision are the same with 1 or 3 threads and with 1 or many chunks."""
+    from niels_gpt.curation import curate as curate_module
+
+    phrase = "let me know if you would like another example of this kind of thing today"
+    train = [f"{DOCS[i % 12]} {phrase}" for i in range(1, 24)] + [DOCS[3], _near_copy(DOCS[5])]
+    raw = {("pretrain", "wikitext"): _pretrain(tmp_path, "wikitext", train, [DOCS[0] + " " + phrase], tiny_tokenizer)}
+    folder = str(raw[("pretrain", "wikitext")])
+    files = [decisions_path(tmp_path, "pretrain", "wikitext"), tmp_path / "curation" / "waived_ngrams.npy"]
+    cfg = prepare_config({"cache_dir": str(tmp_path), "decontamination": {"max_ngram_units": 3}}, source="test")
+    seen = []
+    for threads, chunk in ((1, 1 << 19), (3, 1 << 19), (3, 40), (1, 40)):
+        monkeypatch.setattr(curate_module, "SCAN_TOKENS", chunk)
+        curate(cfg, cache_dir=str(tmp_path), raw_dirs=[folder], tokenizer_path=tiny_tokenizer_path, num_threads=threads)
+        seen.append([open(f, "rb").read() for f in files])
+    assert all(s == seen[0] for s in seen)
+    decisions = json.loads(seen[0][0])["splits"]["train"]
+    assert decisions["counts"]["exact_duplicate"]["units"] >= 11 and len(np.load(files[1])) > 0

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from niels_gpt.curation.decontaminate import covered, kept_pieces, protected_index, special_table, unit_ngrams
 from niels_gpt.report.ngrams import rolling_hashes
@@ -33,3 +34,25 @@ def test_pieces_left_hold_no_protected_ngram():
     assert mask.any()
     for a, b in kept_pieces(mask, 4):
         assert not index.contains(rolling_hashes(doc[a:b], 4)).any()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_unit_pieces_are_kept_pieces_of_every_unit_at_once(seed):
+    from niels_gpt.curation.decontaminate import unit_pieces
+
+    rng = np.random.default_rng(seed)
+    mask = rng.random(400) < rng.choice([0.05, 0.3, 0.7])
+    cuts = np.sort(rng.choice(np.arange(1, 400), rng.integers(1, 30), replace=False))
+    bounds = np.concatenate(([0], cuts, [400]))
+    ranges = [(lo, hi - int(rng.random() < 0.7)) for lo, hi in zip(bounds[:-1], bounds[1:])]  # most end before the next
+    chosen = [r for r in ranges if rng.random() < 0.6 and r[1] > r[0]]
+    if not chosen:
+        chosen = [ranges[0]]
+    a = np.array([lo for lo, _ in chosen])
+    b = np.array([hi for _, hi in chosen])
+    for min_piece in (0, 1, 3, 13):
+        unit, starts, ends = unit_pieces(mask, a, b, min_piece)
+        got = [[] for _ in chosen]
+        for j, s, e in zip(unit.tolist(), starts.tolist(), ends.tolist()):
+            got[j].append((s, e))
+        assert got == [kept_pieces(mask[lo:hi], min_piece) for lo, hi in chosen]

@@ -1,6 +1,8 @@
 import numpy as np
 
-from niels_gpt.curation.dedup import KEEP, deduplicate, doc_keys, exact_duplicates, token_keys
+from niels_gpt.curation.dedup import KEEP, SignatureFiles, deduplicate, doc_keys, exact_duplicates, token_keys
+from niels_gpt.curation.minhash import EMPTY, candidate_pairs, estimate_jaccard
+from niels_gpt.curation.minhash import band_keys as all_band_keys
 from niels_gpt.curation.words import WordTable
 from tests.support.planted import planted_corpus, true_jaccard
 
@@ -55,3 +57,41 @@ def test_planted_near_copies_found_and_no_removal_below_jaccard_0_7(tiny_tokeniz
         kept = survivor[doc]
         assert not removed[kept] and kept < doc  # the earlier copy survives
         assert true_jaccard(planted.texts[doc], planted.texts[kept]) >= 0.7
+
+
+def _reference_near(sig, skip, threshold):
+    """The rule on whole signatures in memory: every band at once, estimates from whole rows."""
+    keys = all_band_keys(sig, 32, 8)
+    keys[skip] = 0
+    pairs = candidate_pairs(keys)
+    est = estimate_jaccard(sig[pairs[:, 0]], sig[pairs[:, 1]])
+    removed = np.zeros(len(sig), dtype=bool)
+    survivor = np.full(len(sig), -1)
+    for (i, j), e in sorted(zip(pairs.tolist(), est.tolist()), key=lambda t: (t[0][1], t[0][0])):
+        if e >= threshold and not removed[i] and not removed[j]:
+            removed[j], survivor[j] = True, i
+    return removed, survivor
+
+
+def test_signature_files_band_by_band_decide_as_whole_signatures_in_memory(tiny_tokenizer, tmp_path):
+    planted = planted_corpus(120, seed=3, copies_per_level=10)
+    ids, starts = _encode(tiny_tokenizer, planted.texts)
+    keys, sig = doc_keys(WordTable.from_tokenizer(tiny_tokenizer), ids, starts, shingle_words=5, num_bins=256)
+    sig[5] = EMPTY  # a document without a shingle: never a candidate
+    cut = len(sig) // 3
+    with SignatureFiles(tmp_path, bands=32, rows=8) as files:
+        files.append(sig[:cut])
+        files.append(sig[cut:])
+        files.done()
+        assert len(files) == len(sig)
+        assert (files.band(3) == sig[:, 24:32]).all()
+        on_disk = deduplicate(keys, files, bands=32, rows=8, threshold=0.8, num_threads=2)
+    in_memory = deduplicate(keys, sig, bands=32, rows=8, threshold=0.8)
+    for a, b in zip(on_disk, in_memory):
+        np.testing.assert_array_equal(a, b)
+    exact, _ = exact_duplicates(keys)
+    removed, survivor = _reference_near(sig, exact, 0.8)
+    assert removed.any()
+    assert (removed == (on_disk[0] == 2)).all()
+    assert (survivor[removed] == on_disk[1][removed]).all()
+    assert not list(tmp_path.iterdir())  # the band files are gone

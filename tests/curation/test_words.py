@@ -45,3 +45,12 @@ def test_no_word_crosses_a_document_start():
 def test_hashes_are_fixed_across_processes():
     # a salted hash() would differ per process; this value is part of the decisions' determinism
     assert word_hash_of("hello") == 0x7085CBB247033C85
+
+
+def test_words_longer_than_the_16_bit_sort_hash_as_their_text():
+    table = WordTable.from_pieces(["\u2581a", "b", "\u2581c"])
+    for run in (3, 40_000):  # the long word takes the int64 sort
+        ids = np.array([2] + [0] + [1] * run + [2, 1], dtype=np.uint16)
+        hashes, first = table.word_hashes(ids, np.array([0]))
+        assert first.tolist() == [0, 1, run + 2]
+        assert hashes.tolist() == [word_hash_of("c"), word_hash_of("a" + "b" * run), word_hash_of("cb")]

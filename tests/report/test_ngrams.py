@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from niels_gpt.report.ngrams import BASE, NgramIndex, rolling_hashes, scan_matches, windows_touching
+from niels_gpt.report.ngrams import BASE, NgramIndex, rolling_hashes, scan_matches, sorted_unique, windows_touching
 from niels_gpt.token_files import DiskSequence
 
 MASK = (1 << 64) - 1
@@ -106,3 +106,12 @@ def test_contains_agrees_with_a_python_set_members_or_not():
     assert table.contains(np.arange(0, 3001, dtype=np.uint64) << np.uint64(40)).tolist() == [False] + [True] * 2999 + [
         False
     ]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.uint16])
+@pytest.mark.parametrize("size", [0, 1, 2, 1000])
+def test_sorted_unique_is_np_unique(dtype, size):
+    x = np.random.default_rng(size).integers(0, 50, size).astype(dtype)
+    got = sorted_unique(x)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, np.unique(x))
