@@ -27,7 +27,8 @@ rule alone (its command from the run's Snakemake log, against the hub), as of no
 rounds: tokens/s, the ratio, peak RSS, HTTP bytes, and whether every round wrote the same shards.
 
     python -m benchmarks.bench_full_build [--scale 1.0] [--out benchmarks/out/full_build] \\
-        [--rounds 5] [--compare-chars 100000000] [--skip-run] [--before REV] [--rule-rounds N] [--run-only]
+        [--rounds 5] [--compare-chars 100000000] [--skip-run] [--before REV] [--rule-rounds N] [--run-only] \\
+        [--distinct-text]
 """
 
 from __future__ import annotations
@@ -83,10 +84,13 @@ def scaled_sizes(scale: float) -> HubSizes:
     return dataclasses.replace(FULL, **{k: max(1, round(getattr(FULL, k) * scale)) for k in counts})
 
 
-def hub_data(out: Path, scale: float) -> Path:
-    """The hub's repositories at `scale` under out/hub-<scale>/, written unless already there."""
-    sizes = dataclasses.asdict(scaled_sizes(scale))
-    root = out / f"hub-{scale:g}"
+def hub_data(out: Path, scale: float, distinct_text: bool = False) -> Path:
+    """The hub's repositories at `scale` under out/hub-<scale>/ (`distinct_text`: out/hub-<scale>-distinct/,
+    HubSizes.distinct_text), written unless already there."""
+    sizes = dataclasses.asdict(dataclasses.replace(scaled_sizes(scale), distinct_text=distinct_text))
+    if not distinct_text:  # the stamp of data written before the option existed
+        del sizes["distinct_text"]
+    root = out / (f"hub-{scale:g}-distinct" if distinct_text else f"hub-{scale:g}")
     stamp = root / "sizes.json"
     if stamp.exists() and json.loads(stamp.read_text()) == sizes:
         print(f"hub data: reusing {root}")
@@ -635,13 +639,20 @@ def main() -> None:
         "--run-only", action="store_true", help="only the run and its report (per-job RSS): no limit, no comparison"
     )
     ap.add_argument(
+        "--distinct-text",
+        action="store_true",
+        help="hub data whose fineweb-edu and wikitext rows past the generators' pools share almost no 13-gram "
+        "(a word inserted every 4-8 words); the default data draws whole pool paragraphs, so nearly every train "
+        "document shares 13-grams with val: curation's worst case",
+    )
+    ap.add_argument(
         "--compare-only",
         action="store_true",
         help="only the fixed start and the in-process comparison, with the last run's tokenizer",
     )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    root = hub_data(args.out, args.scale)
+    root = hub_data(args.out, args.scale, args.distinct_text)
     work = args.out / f"run-{args.scale:g}"
     if not args.compare_only:
         if args.skip_run:

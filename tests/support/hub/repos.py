@@ -75,6 +75,7 @@ class HubSizes:
     gutenberg_books: int = 2  # books per file (one per file of the other splits)
     book_chars: int = 6_000
     seed: int = 0
+    distinct_text: bool = False  # fineweb-edu and wikitext rows past the generators' pools: rows.varied
 
 
 def write_hub_repos(root: str | Path, sizes: HubSizes = HubSizes()) -> dict[str, Layout]:
@@ -168,7 +169,10 @@ def _fineweb(folder: Path, sizes: HubSizes) -> Layout:
     for dump, n_files in zip(FINEWEB_DUMPS, (sizes.fineweb_files, 1)):
         paths = [folder / "data" / dump / shard_name("train", k, n_files) for k in range(n_files)]
         _in_files(
-            rows.fineweb_rows(sizes.seed, dump, sizes.fineweb_rows * n_files), sizes.fineweb_rows, paths, FINEWEB_SCHEMA
+            rows.fineweb_rows(sizes.seed, dump, sizes.fineweb_rows * n_files, sizes.distinct_text),
+            sizes.fineweb_rows,
+            paths,
+            FINEWEB_SCHEMA,
         )
         layout[dump] = {"train": _rel(folder, paths)}
         layout["default"]["train"] += layout[dump]["train"]
@@ -188,7 +192,7 @@ def _wikitext(folder: Path, sizes: HubSizes) -> Layout:
             per_file = (
                 sizes.wikitext_articles if (config, split) == (WIKITEXT_103, "train") else sizes.wikitext_eval_articles
             )
-            articles = rows.wikitext_articles(sizes.seed, f"{config}:{split}", per_file * n)
+            articles = rows.wikitext_articles(sizes.seed, f"{config}:{split}", per_file * n, sizes.distinct_text)
             paths = [folder / config / shard_name(split, k, n) for k in range(n)]
             written = [
                 write_parquet(

@@ -32,9 +32,30 @@ def writer(seed: int, name: str) -> Writer:
     return Writer(random.Random(f"{seed}:hub:{name}"))
 
 
-def fineweb_rows(seed: int, dump: str, n: int) -> Iterator[dict]:
-    """`n` HuggingFaceFW/fineweb-edu rows of `dump` (its 11 columns)."""
+def varied(rng: random.Random, paragraph: str, vocabulary: list[str]) -> str:
+    """`paragraph` with a word of `vocabulary` inserted after every 4th to 8th word (the gap drawn once per
+    paragraph): every run of 9 or more of its words holds an inserted one, so a drawn paragraph shares almost
+    no 13-gram with its pool original or another draw of it, as distinct web pages do."""
+    words = paragraph.split(" ")
+    gap = rng.randint(4, 8)
+    picks = rng.choices(vocabulary, k=len(words) // gap + 1)
+    out = []
+    for k, start in enumerate(range(0, len(words), gap)):
+        out += words[start : start + gap]
+        out.append(picks[k])
+    return " ".join(out[:-1])
+
+
+def vocabulary_of(paragraphs: list[str]) -> list[str]:
+    """The distinct plain words (letters only) of `paragraphs`, in first-seen order."""
+    return list(dict.fromkeys(word for p in paragraphs for word in p.split(" ") if word.isalpha()))
+
+
+def fineweb_rows(seed: int, dump: str, n: int, distinct: bool = False) -> Iterator[dict]:
+    """`n` HuggingFaceFW/fineweb-edu rows of `dump` (its 11 columns). `distinct`: every drawn paragraph
+    `varied` (rows past the pool share almost no 13-gram), else drawn as the pool wrote it."""
     w = writer(seed, f"fineweb_edu:{dump}")
+    vocabulary: list[str] = []
     pool: list[dict] = []
     paragraphs: list[str] = []
     for i in range(n):
@@ -46,7 +67,11 @@ def fineweb_rows(seed: int, dump: str, n: int) -> Iterator[dict]:
             yield row
             continue
         base = pool[w.rng.randrange(len(pool))]
-        text = "\n\n".join(w.rng.choices(paragraphs, k=base["text"].count("\n\n") + 1))
+        drawn = w.rng.choices(paragraphs, k=base["text"].count("\n\n") + 1)
+        if distinct:
+            vocabulary = vocabulary or vocabulary_of(paragraphs)
+            drawn = [varied(w.rng, p, vocabulary) for p in drawn]
+        text = "\n\n".join(drawn)
         yield {
             **base,
             "text": text,
@@ -56,10 +81,11 @@ def fineweb_rows(seed: int, dump: str, n: int) -> Iterator[dict]:
         }
 
 
-def wikitext_articles(seed: int, name: str, n: int) -> Iterator[list[str]]:
+def wikitext_articles(seed: int, name: str, n: int, distinct: bool = False) -> Iterator[list[str]]:
     """`n` wikitext articles, each the list of its `text` rows as wikitext-103-raw stores them (a
-    heading row ` = Title = `, empty rows between blocks, paragraphs ` ... \n`)."""
+    heading row ` = Title = `, empty rows between blocks, paragraphs ` ... \n`); `distinct` as fineweb_rows."""
     w = writer(seed, f"wikitext:{name}")
+    vocabulary: list[str] = []
     pool: list[list[str]] = []
     paragraphs: list[str] = []
     for i in range(n):
@@ -72,6 +98,9 @@ def wikitext_articles(seed: int, name: str, n: int) -> Iterator[list[str]]:
         base = pool[w.rng.randrange(len(pool))]
         title = base[1].strip().strip("=").strip()
         body = [w.pick(paragraphs) if r.startswith(" ") and not r.startswith(" = ") else r for r in base[2:]]
+        if distinct:
+            vocabulary = vocabulary or vocabulary_of(paragraphs)
+            body = [varied(w.rng, r, vocabulary) if r.startswith(" ") and not r.startswith(" = ") else r for r in body]
         yield ["", f" = {title} {roman(i // WIKI_POOL + 1)} = \n", *body]
 
 
