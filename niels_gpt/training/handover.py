@@ -78,19 +78,21 @@ class Handover:
         return iter(self.fields)
 
 
+def _narrow_field(payload: bytes, entry) -> np.ndarray | None:
+    """The read-only narrow array a layout entry (dtype, shape, offset) names in `payload`; None for a field
+    not sent (None, or SHIFTED: y comes from x's rows)."""
+    if entry is None or entry == SHIFTED:
+        return None
+    dtype, shape, offset = entry
+    return np.frombuffer(payload, dtype=np.dtype(dtype), count=math.prod(shape), offset=offset).reshape(shape)
+
+
 def unpack(payload: bytes, layout: tuple, ignore_index: int) -> dict[str, torch.Tensor]:
     """The dict batch of a Handover's payload, equal to batch_dict.as_dict of the worker's fields: every key a
     contiguous int64 view of ONE (keys, B, T) buffer, filled straight from the narrow fields (one allocation and
     one widening copy per key: half the time of widening each field and then calling as_dict). y marked
     SHIFTED is the rows sent in x's place, shifted by one."""
-    x, y, y_masked, segment_ids, position_ids = (
-        None
-        if entry is None or entry == SHIFTED
-        else np.frombuffer(payload, dtype=np.dtype(entry[0]), count=math.prod(entry[1]), offset=entry[2]).reshape(
-            entry[1]
-        )
-        for entry in layout
-    )
+    x, y, y_masked, segment_ids, position_ids = (_narrow_field(payload, entry) for entry in layout)
     if layout[1] == SHIFTED:
         x, y = x[:, :-1], x[:, 1:]
     keys = batch_dict.KEYS if segment_ids is None else batch_dict.PACKED_KEYS
