@@ -183,6 +183,18 @@ def run_preset(name: str, root: Path, args) -> None:
                 f"  {n:10s} {statistics.median(rates[n]):12,.0f} tokens/s  {ratio:>30s} of the limit | "
                 f"main-thread wait {statistics.median(waits[n]) * 1e6:8.1f} us/batch"
             )
+    print(same_batches(sources, ("resident", "in-loop", "prefetch"), count=16))
+
+
+def same_batches(sources: dict, names: tuple[str, ...], count: int) -> str:
+    """Whether the paths read so far in step (same seed, same batches taken) give the same next `count` batches."""
+    got = {n: [next(sources[n]) for _ in range(count)] for n in names}
+    first, *rest = names
+    same = all(
+        torch.equal(a.cpu(), b.cpu()) for n in rest for pa, pb in zip(got[first], got[n]) for a, b in zip(pa, pb)
+    )
+    devices = sorted({str(t.device) for n in names for t in got[n][0]})
+    return f"next {count} batches of {', '.join(names)} (on {', '.join(devices)}): {'identical' if same else 'DIFFER'}"
 
 
 def main() -> None:
