@@ -126,13 +126,13 @@ STATUS_FIELDS = ("VmRSS", "RssAnon", "RssFile")  # resident: all, anonymous (wha
 JOB_LOG = re.compile(r"cache/logs/(\S+)\.log")
 
 
-def _process_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, start time) of every process."""
+def _process_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, start time, CPU ticks used: user + system) of every process."""
     table = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = Path(stat).read_text().rsplit(")", 1)[1].split()
-            table[int(stat.parent.name)] = (int(fields[1]), fields[19])
+            table[int(stat.parent.name)] = (int(fields[1]), fields[19], int(fields[11]) + int(fields[12]))
         except (OSError, IndexError, ValueError):
             continue
     return table
@@ -143,7 +143,9 @@ class Sampler(threading.Thread):
     descendants: summed over the tree (`rss`: the summed VmRSS of each sample; `peak`: each field's peak),
     and per Snakemake job (`jobs`: job -> each field's peak, summed over the job's processes; a job is the
     `cache/logs/<job>.log` its shell command writes to). Snakemake's own benchmark samples a job every
-    0.5 s for 15 s, then every 30 s, and misses the peak of most jobs that last longer."""
+    0.5 s for 15 s, then every 30 s, and misses the peak of most jobs that last longer. `spans`: job ->
+    [first, last] second (from the sampler's start) it was seen running; `cpu`: job -> CPU seconds of its
+    processes, each as last sampled (a process's last `interval` before it exits is missed)."""
 
     def __init__(self, pid: int, interval: float = 1.0):
         super().__init__(daemon=True)
@@ -151,7 +153,15 @@ class Sampler(threading.Thread):
         self.peak = dict.fromkeys(STATUS_FIELDS, 0)
         self.jobs: dict[str, dict[str, int]] = {}
         self._labels: dict[tuple[int, str], str | None] = {}  # (pid, start time) -> job named in its command
+        self.spans: dict[str, list[float]] = {}
+        self._ticks: dict[str, dict[tuple[int, str], int]] = {}  # job -> (pid, start time) -> CPU ticks
+        self._t0 = time.perf_counter()
         self.done = threading.Event()
+
+    @property
+    def cpu(self) -> dict[str, float]:
+        hz = os.sysconf("SC_CLK_TCK")
+        return {job: sum(ticks.values()) / hz for job, ticks in self._ticks.items()}
 
     def _label(self, pid: int, start: str) -> str | None:
         key = (pid, start)
@@ -164,7 +174,7 @@ class Sampler(threading.Thread):
             self._labels[key] = m.group(1) if m else None
         return self._labels[key]
 
-    def _job_of(self, pid: int, table: dict[int, tuple[int, str]]) -> str | None:
+    def _job_of(self, pid: int, table: dict[int, tuple[int, str, int]]) -> str | None:
         while pid in table and pid != self.pid:
             label = self._label(pid, table[pid][1])
             if label:
@@ -176,9 +186,10 @@ class Sampler(threading.Thread):
         while not self.done.wait(self.interval):
             self.load.append(os.getloadavg()[0])
             table = _process_table()
+            now = time.perf_counter() - self._t0
             tree, frontier = [self.pid], [self.pid]
             while frontier:
-                frontier = [p for p, (pp, _) in table.items() if pp in frontier]
+                frontier = [p for p, (pp, *_) in table.items() if pp in frontier]
                 tree += frontier
             total = dict.fromkeys(STATUS_FIELDS, 0)
             per_job: dict[str, dict[str, int]] = {}
@@ -188,6 +199,9 @@ class Sampler(threading.Thread):
                 except OSError:
                     continue
                 job = self._job_of(pid, table)
+                if job is not None and pid in table:
+                    self.spans.setdefault(job, [now, now])[1] = now
+                    self._ticks.setdefault(job, {})[(pid, table[pid][1])] = table[pid][2]
                 into = [total] if job is None else [total, per_job.setdefault(job, dict.fromkeys(STATUS_FIELDS, 0))]
                 for line in status.splitlines():
                     name = line.split(":", 1)[0]
@@ -269,6 +283,8 @@ def run_workflow(work: Path, root: Path, scale: float) -> dict:
         "peak_anon_sum": sampler.peak["RssAnon"],
         "peak_file_sum": sampler.peak["RssFile"],
         "jobs": sampler.jobs,
+        "spans": sampler.spans,
+        "job_cpu": sampler.cpu,
         "load": sampler.load,
         "server_cpu_s": server_cpu,
         "requests": [dataclasses.asdict(r) for r in requests],
@@ -440,6 +456,7 @@ def report_run(work: Path, root: Path, measured: dict) -> dict:
             f"{r['job']:32s} {r['s']:7.1f} {r['cpu_s']:7.1f} {r['max_rss_mb']:11.0f} {r['max_pss_mb']:11.0f}   "
             f"{'':>20s} {peak['VmRSS']:12,.0f} {peak['RssAnon']:9,.0f} {peak['RssFile']:11,.0f}"
         )
+    report_timeline(measured)
     disk = {
         "cache": du(work / "cache"),
         "hf_home": du(work / "hf_home"),
@@ -465,6 +482,24 @@ def report_run(work: Path, root: Path, measured: dict) -> dict:
         f"bytes of the rows tokenized, {fetched / read['file_bytes']:.2f}x the files"
     )
     return {"rules": rules, "disk": disk, "http": http, "fineweb_meta": meta, "fineweb_read": read}
+
+
+def report_timeline(measured: dict) -> None:
+    """When each job ran and the CPU it used (sampled from /proc), in order of start, with the cores' use."""
+    spans, cpu = measured.get("spans") or {}, measured.get("job_cpu") or {}
+    if not spans:
+        return
+    print(
+        f"\ntimeline (sampled every {JOB_SAMPLE_S} s): {'start s':>8s} {'end s':>7s} {'CPU s':>7s} {'CPU / wall':>10s}"
+    )
+    for job, (first, last) in sorted(spans.items(), key=lambda item: item[1][0]):
+        busy = cpu.get(job, 0.0)
+        print(f"  {job:32s} {first:8.1f} {last:7.1f} {busy:7.1f} {busy / max(last - first, JOB_SAMPLE_S):10.2f}")
+    total = sum(cpu.values())
+    print(
+        f"  jobs' CPU {total:,.0f} s in {measured['wall_s']:.0f} s of wall: {total / measured['wall_s']:.2f} "
+        f"cores busy on average (of {os.cpu_count()})"
+    )
 
 
 def report_limit(work: Path, root: Path, result: dict, workers: int) -> None:

@@ -5,8 +5,8 @@ the polynomial rolling hash
 
     h(i) = x[i]*B^(n-1) + x[i+1]*B^(n-2) + ... + x[i+n-1]   (mod 2**64)
 
-computed for every start of a chunk at once, by Horner's rule over n shifted views of the chunk:
-n - 1 whole-array multiply-adds, never a Python loop per position. Two different n-grams share a
+computed for every start of a chunk at once from shifted views of the chunk (by doubling: about
+2 log2(n) whole-array multiply-adds, `rolling_hashes`), never a Python loop per position. Two different n-grams share a
 hash with probability about 2**-64, so a train scan of 10**9 n-grams against 10**7 val n-grams
 expects 10**-3 false matches in total.
 
@@ -47,15 +47,40 @@ _U8_ONE = np.uint8(1)
 
 
 def rolling_hashes(x: np.ndarray, n: int) -> np.ndarray:
-    """uint64 hash of every n-gram of `x` (len(x) - n + 1 of them; none if x is shorter than n)."""
-    m = len(x) - n + 1
+    """uint64 hash of every n-gram of `x` (len(x) - n + 1 of them; none if x is shorter than n).
+
+    The polynomial of the module docstring, built by doubling rather than by Horner's n - 1 steps: the
+    hash of a block of 2w ids is h_w(i) * B^w + h_w(i + w), and a block of width w set in n's binary digits
+    is put in front of the blocks already taken (d ids): h(i) = h_w(i) * B^d + h_d(i + w). About
+    2 log2(n) whole-array multiply-adds: 5 for n = 13 (Horner: 12), 7 for n = 50 (Horner: 49); the same
+    values, mod 2**64."""
+    length = len(x)
+    m = length - n + 1
     if m <= 0:
         return np.zeros(0, dtype=np.uint64)
-    h = x[:m].astype(np.uint64)
-    for j in range(1, n):
-        np.multiply(h, BASE, out=h)
-        np.add(h, x[j : j + m], out=h)
-    return h
+    block = x.astype(np.uint64)  # h_width of every start where a block of `width` ids fits
+    taken, done, width = None, 0, 1  # `taken`: h of the last `done` ids of every n-gram's window
+    while True:
+        if n & width:
+            k = length - done - width + 1
+            if taken is None:
+                taken = block[:k]
+            else:
+                front = block[:k] * _power(done)
+                front += taken[width : width + k]
+                taken = front
+            done += width
+        if 2 * width > n:
+            return taken
+        k = length - 2 * width + 1
+        doubled = block[:k] * _power(width)
+        doubled += block[width : width + k]
+        block, width = doubled, 2 * width
+
+
+def _power(k: int) -> np.uint64:
+    """B^k mod 2**64."""
+    return np.uint64(pow(int(BASE), k, 1 << 64))
 
 
 def sorted_unique(x: np.ndarray) -> np.ndarray:

@@ -26,6 +26,14 @@ def test_rolling_hash_is_the_polynomial_of_every_ngram(dtype, n):
     assert [int(v) for v in h] == [python_hash(x[i : i + n]) for i in range(41)]
 
 
+def test_rolling_hash_is_the_polynomial_for_every_n_and_length_near_it():
+    rng = np.random.default_rng(5)
+    for n in range(1, 66):
+        for extra in (0, 1, 2, n, 3 * n + 1):
+            x = rng.integers(0, 65535, size=n + extra, dtype=np.uint16)
+            assert [int(v) for v in rolling_hashes(x, n)] == [python_hash(x[i : i + n]) for i in range(extra + 1)], n
+
+
 def test_sequences_shorter_than_n_have_no_ngrams():
     assert len(rolling_hashes(np.arange(12, dtype=np.uint16), 13)) == 0
     assert len(windows_touching(np.zeros(12, dtype=bool), 13)) == 0
