@@ -14,7 +14,8 @@
 #                                                                  and meta.json the manifest of their shards
 #   {cache}/sft/{source}/{train,val}_tokens.bin, _idx.npy, meta.json     rules/sft.smk
 #   {cache}/streams/{source}_{train,val}.bin, .meta.json          rules/streams.smk
-#   {cache}/report/*.svg, leakage_table.html, leakage.json        rules/report.smk (figures, leakage audit)
+#   {cache}/report/*.svg, leakage_table.html, leakage.json        rules/report.smk (figures, leakage audit:
+#   {cache}/report/leakage_tokens.json, leakage_bytes.json          one part per space, joined into leakage.json)
 #   {cache}/curation/raw/{pretrain,sft}/{source}/...              the builds' raw caches (rules/curation.smk
 #   {cache}/curation/decisions/..., summary.json                   curates them into pretrain/ and sft/)
 #   {cache}/report/certificate.json                               0 shared n-grams after curation

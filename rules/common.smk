@@ -106,3 +106,23 @@ def source_unnameable(input_files):
         return {p: [st.st_size, st.st_mtime_ns] for p in paths if not _nameable(p) for st in [os.stat(p)]}
 
     return unnameable
+
+
+# Job priorities (Snakemake runs the ready job of highest priority first). Curation puts one chain on the
+# critical path: tokenizer -> every raw build -> curate -> the apply jobs -> the token audit and the
+# certificate. Its jobs go first; the byte streams and their audit (not curated), and the figures, fill the
+# free core (priority 0). Among the builds the streamed sources (fineweb-edu: the longest) start first.
+CHAIN_PRIORITY = 20
+AUDIT_PRIORITY = 10
+
+
+def build_priority(wildcards):
+    """The raw builds: on the chain; a streamed source (the longest build) first."""
+    from niels_gpt.data.registry import STREAMED_SOURCES
+
+    return CHAIN_PRIORITY + (5 if wildcards.source in STREAMED_SOURCES else 0)
+
+
+def audit_priority(wildcards):
+    """leakage_space: the token audit waits for curation (on the chain); the bytes part can run any time."""
+    return AUDIT_PRIORITY if wildcards.space == "tokens" else 0

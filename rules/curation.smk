@@ -45,6 +45,7 @@ rule curate:
         folders=sorted(RAW_FOLDERS.values()),
         format_version=CURATION_FORMAT_VERSION,
     threads: 2
+    priority: CHAIN_PRIORITY
     conda:
         "../environment.yml"
     log:
@@ -71,6 +72,7 @@ rule curate_pretrain:
     params:
         spec=config_spec(*CURATION_KEYS, "pretrain.shard_bytes"),
         format_version=FORMAT_VERSION,
+    priority: CHAIN_PRIORITY
     conda:
         "../environment.yml"
     log:
@@ -100,6 +102,7 @@ if PARTED_SOURCES:
         params:
             spec=config_spec(*CURATION_KEYS, "pretrain.shard_bytes"),
             format_version=FORMAT_VERSION,
+        priority: CHAIN_PRIORITY
         conda:
             "../environment.yml"
         log:
@@ -127,6 +130,7 @@ rule curate_sft:
     params:
         spec=config_spec(*CURATION_KEYS),
         format_version=FORMAT_VERSION,
+    priority: CHAIN_PRIORITY
     conda:
         "../environment.yml"
     log:
@@ -152,6 +156,7 @@ rule certificate:
         spec=config_spec(*CURATION_KEYS),
         format_version=CURATION_FORMAT_VERSION,
     threads: 2
+    priority: AUDIT_PRIORITY
     conda:
         "../environment.yml"
     log:

@@ -50,6 +50,7 @@ rule pretrain:
         format_version=FORMAT_VERSION,
         unnameable=source_unnameable(source_input_files),
     threads: 2
+    priority: build_priority
     conda:
         "../environment.yml"
     log:
@@ -83,6 +84,7 @@ if PARTED_SOURCES:
             index=wildcard_index("part", PART_NAMES),
             format_version=FORMAT_VERSION,
         threads: 2
+        priority: build_priority
         conda:
             "../environment.yml"
         log:

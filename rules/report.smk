@@ -12,6 +12,7 @@ FIGURE = {
     name.rsplit(".", 1)[0]: f"{REPORT_DIR}/{name}" for names in layout.REPORT_FIGURES.values() for name in names
 }
 LEAKAGE_JSON = f"{REPORT_DIR}/{layout.LEAKAGE_JSON}"
+LEAKAGE_PART = f"{REPORT_DIR}/{layout.LEAKAGE_PART}"  # one per space: {space} = tokens | bytes
 
 
 rule report_pretrain:
@@ -97,16 +98,44 @@ rule report_streams:
         " --spec {params.spec:q} > {log} 2>&1"
 
 
+# The audit in two steps: one job per space writes its part (the byte streams are not curated, so their part
+# runs as soon as the streams exist, beside curation), then `leakage` joins the parts into leakage.json and
+# applies the gate (a new leakage.max_fraction re-runs the join alone, never a scan).
+LEAKAGE_PART_INPUTS = {"tokens": [TOKENIZER_MODEL] + PRETRAIN_TARGETS + SFT_TARGETS, "bytes": STREAM_TARGETS}
+
+
+rule leakage_space:
+    input:
+        lambda wc: LEAKAGE_PART_INPUTS[wc.space],
+    output:
+        json=LEAKAGE_PART,
+    wildcard_constraints:
+        space="tokens|bytes",
+    params:
+        spec=lambda wc: config_spec("cache_dir", f"leakage.n_{wc.space}", "leakage.top_units"),
+        tokenizer=lambda wc: f"--tokenizer {TOKENIZER_MODEL}" if wc.space == "tokens" else "",
+        format_version=REPORT_FORMAT_VERSION,
+    threads: 2
+    priority: audit_priority
+    conda:
+        "../environment.yml"
+    log:
+        f"{CACHE}/logs/report/leakage_{{space}}.log",
+    benchmark:
+        f"{CACHE}/benchmarks/report/leakage_{{space}}.tsv"
+    shell:
+        "{sys.executable} -m niels_gpt.cache.cli leakage --space {wildcards.space} --out {output.json}"
+        " {params.tokenizer} --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+
+
 rule leakage:
     input:
-        model=TOKENIZER_MODEL,
-        caches=PRETRAIN_TARGETS + SFT_TARGETS + STREAM_TARGETS,
+        parts=expand(LEAKAGE_PART, space=("tokens", "bytes")),
     output:
         json=LEAKAGE_JSON,
     params:
         spec=config_spec("cache_dir", "leakage"),
         format_version=REPORT_FORMAT_VERSION,
-    threads: 2
     conda:
         "../environment.yml"
     log:
@@ -114,8 +143,8 @@ rule leakage:
     benchmark:
         f"{CACHE}/benchmarks/report/leakage.tsv"
     shell:
-        "{sys.executable} -m niels_gpt.cache.cli leakage --out {output.json} --tokenizer {input.model}"
-        " --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        "{sys.executable} -m niels_gpt.cache.cli leakage --parts {input.parts} --out {output.json}"
+        " --spec {params.spec:q} > {log} 2>&1"
 
 
 rule report_leakage:

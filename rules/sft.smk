@@ -30,6 +30,7 @@ rule sft:
         unnameable=source_unnameable(source_input_files),
         format_version=FORMAT_VERSION,
     threads: 2
+    priority: CHAIN_PRIORITY
     conda:
         "../environment.yml"
     log:

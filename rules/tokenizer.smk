@@ -31,6 +31,7 @@ rule tokenizer:
         spec=spec_json({**config_values("seed", "demo", "tokenizer"), "sources": TOKENIZER_SOURCES}),
         format_version=TOKENIZER_FORMAT_VERSION,
     threads: config["tokenizer"]["num_threads"]
+    priority: CHAIN_PRIORITY
     conda:
         "../environment.yml"
     log:

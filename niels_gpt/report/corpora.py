@@ -104,12 +104,15 @@ def _split_or_reason(art: Artifact | None, split: str) -> tuple[Split | None, st
     return Split(art, split, files, meta), None
 
 
-def find_splits(cache_dir: str | os.PathLike) -> tuple[list[Split], list[dict]]:
+def find_splits(cache_dir: str | os.PathLike, spaces=None) -> tuple[list[Split], list[dict]]:
     """(every non-empty split of every registry source's cache under `cache_dir`, [{"name", "reason"} of
-    what is left out]): a source none of whose splits is there is left out once, by its name."""
+    what is left out]): a source none of whose splits is there is left out once, by its name. `spaces`
+    ("tokens", "bytes"): only the families of those spaces (default: all)."""
     artifacts = {(a.kind, a.source, s): a for a in list_artifacts(cache_dir) for s in a.splits}
     splits, skipped = [], []
     for family, sources in REGISTRY.items():
+        if spaces is not None and layout.FAMILIES[family].space not in spaces:
+            continue
         for source in sources:
             found, missing = [], {}
             for split in layout.SPLITS:

@@ -19,6 +19,10 @@ sorted); each train split is then scanned once, streaming, against that index. T
                      "top": [{"unit", "start", "ngrams", "fraction", "worst_train", "by_train", "excerpt"}]}],
      "skipped": [{"name", "reason"}]}
 
+The workflow runs it as one job per space (`audit_part`: leakage_tokens.json, leakage_bytes.json) and
+one that joins them and applies the gate (`merge_parts`): the byte streams' part need not wait for the
+token caches' curation, and a new `leakage.max_fraction` re-runs only the join.
+
 `fraction_any` counts an n-gram found in any train split; `top` lists the units (documents, examples,
 segments) with the highest such fraction, most n-grams first among equals. With `leakage.max_fraction`
 set, `check_gate` fails when any (val, train) fraction exceeds it, naming the worst pairs and units.
@@ -167,6 +171,57 @@ def _audit_space(splits: list[Split], n: int, *, top: int, num_threads: int, tok
     return [_val_row(side, seen, top, tokenizer) for side in sides], train_rows
 
 
+def audit_part(cache_dir, space: str, *, n: int, top: int, num_threads: int = 2, tokenizer=None, log=log_line) -> dict:
+    """The audit of one space's splits (a part of leakage.json: merge_parts joins them): {"format_version",
+    "space", "n", "train_splits", "val_splits", "skipped"}. The byte streams are not curated, so their
+    part can run as soon as they are built, beside curation."""
+    if space not in SPACES:
+        raise ValueError(f"leakage space {space!r}: expected one of {', '.join(SPACES)}")
+    splits, skipped = find_splits(cache_dir, spaces=(space,))
+    vals, trains = _audit_space(splits, n, top=top, num_threads=num_threads, tokenizer=tokenizer, log=log)
+    return {
+        "format_version": REPORT_FORMAT_VERSION,
+        "space": space,
+        "n": n,
+        "train_splits": trains,
+        "val_splits": vals,
+        "skipped": skipped,
+    }
+
+
+def merge_parts(parts: dict, *, n_tokens: int, n_bytes: int, max_fraction: float | None = None) -> dict:
+    """leakage.json from one part per space ({where it came from: part}): the same bytes as one audit of
+    both spaces. ValueError naming the part if one is missing, of another format or of another n."""
+    by_space, expected_n = {}, dict(zip(SPACES, (n_tokens, n_bytes)))
+    for where, part in parts.items():
+        space = part.get("space")
+        if part.get("format_version") != REPORT_FORMAT_VERSION or space not in SPACES:
+            raise ValueError(
+                f"{where}: not a leakage part of format {REPORT_FORMAT_VERSION} (format_version "
+                f"{part.get('format_version')!r}, space {space!r}); run `leakage --space tokens|bytes` again"
+            )
+        if space in by_space:
+            raise ValueError(f"{where}: a second part for the {space} space")
+        if part.get("n") != expected_n[space]:
+            raise ValueError(
+                f"{where}: audited {space} with n = {part.get('n')}, but leakage.n_{space} is {expected_n[space]}; "
+                f"run `leakage --space {space}` again"
+            )
+        by_space[space] = part
+    missing = [s for s in SPACES if s not in by_space]
+    if missing:
+        raise ValueError(f"leakage parts: no part for the {' and '.join(missing)} space")
+    ordered = [by_space[s] for s in SPACES]
+    return {
+        "format_version": REPORT_FORMAT_VERSION,
+        "n": {"tokens": n_tokens, "bytes": n_bytes},
+        "max_fraction": max_fraction,
+        "train_splits": [t for p in ordered for t in p["train_splits"]],
+        "val_splits": [v for p in ordered for v in p["val_splits"]],
+        "skipped": [k for p in ordered for k in p["skipped"]],
+    }
+
+
 def audit(
     cache_dir,
     *,
@@ -178,25 +233,16 @@ def audit(
     tokenizer=None,
     log: Callable[[str], object] = log_line,
 ) -> dict:
-    """The leakage result of every split under `cache_dir` (see the module docstring for its fields).
+    """The leakage result of every split under `cache_dir` (see the module docstring for its fields): the
+    two spaces' parts, merged.
 
     `tokenizer` (optional) decodes the beginning of each listed token unit for its excerpt.
     """
-    splits, skipped = find_splits(cache_dir)
-    result = {
-        "format_version": REPORT_FORMAT_VERSION,
-        "n": {"tokens": n_tokens, "bytes": n_bytes},
-        "max_fraction": max_fraction,
-        "train_splits": [],
-        "val_splits": [],
-        "skipped": skipped,
+    parts = {
+        space: audit_part(cache_dir, space, n=n, top=top, num_threads=num_threads, tokenizer=tokenizer, log=log)
+        for space, n in zip(SPACES, (n_tokens, n_bytes))
     }
-    for space, n in zip(SPACES, (n_tokens, n_bytes)):
-        chosen = [s for s in splits if s.space == space]
-        vals, trains = _audit_space(chosen, n, top=top, num_threads=num_threads, tokenizer=tokenizer, log=log)
-        result["val_splits"] += vals
-        result["train_splits"] += trains
-    return result
+    return merge_parts(parts, n_tokens=n_tokens, n_bytes=n_bytes, max_fraction=max_fraction)
 
 
 def offenders(result: dict, max_fraction: float) -> list[tuple[float, dict, str]]:

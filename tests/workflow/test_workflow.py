@@ -267,11 +267,14 @@ def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenize
 
 # Curation is global (rules/curation.smk): a changed raw pretrain or SFT cache re-runs curate, every apply
 # job (each rewrites its curated cache from the new decisions) and the certificate; then the report jobs
-# that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all.
+# that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all. The leakage audit is one
+# part per space (leakage_space: tokens, bytes) and the join (leakage): a changed cache re-runs its space's part.
 CURATION = {"curate": 1, "curate_pretrain": 4, "curate_sft": 3, "certificate": 1}
-READS_TOKEN_CACHES = {"report_pretrain": 1, "report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1}
+AUDIT = {"leakage_space": 1, "leakage": 1, "report_leakage": 1}
+READS_TOKEN_CACHES = {"report_pretrain": 1, "report_sft": 1, "report_tokenizer": 1, **AUDIT}
 READS_PRETRAIN = READS_SFT = {**CURATION, **READS_TOKEN_CACHES, "all": 1}
-READS_STREAMS = {"report_streams": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+READS_STREAMS = {"report_streams": 1, **AUDIT, "all": 1}
+BOTH_PARTS = {"leakage_space": 2}  # a token cache and a stream changed
 
 
 def test_changing_a_budget_reruns_only_that_source_and_the_report_jobs_reading_it(built):
@@ -333,7 +336,7 @@ def test_editing_a_note_snakemake_cannot_name_reruns_its_jobs(copy_of_built):
     note = copy_of_built / "notes" / "It's {curly} [square] $dollar.md"
     original, stat = note.read_bytes(), note.stat()
     note.write_bytes(original + b"- an edit\n")
-    assert planned_jobs(copy_of_built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
+    assert planned_jobs(copy_of_built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS, **BOTH_PARTS}
     note.write_bytes(original)
     os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert planned_jobs(copy_of_built) == {}
@@ -343,7 +346,7 @@ def test_deleted_artifact_is_rebuilt_by_cache_all(copy_of_built):
     victim = copy_of_built / "cache" / "sft" / "dolly15k" / "val_idx.npy"
     want = victim.read_bytes()
     victim.unlink()
-    readers = {"certificate": 1, "report_sft": 1, "report_tokenizer": 1, "leakage": 1, "report_leakage": 1, "all": 1}
+    readers = {"certificate": 1, "report_sft": 1, "report_tokenizer": 1, **AUDIT, "all": 1}
     assert planned_jobs(copy_of_built) == {"curate_sft": 1, **readers}  # only its apply job: curation is not redone
     snakemake(copy_of_built, "-j2", "cache/all")
     assert victim.read_bytes() == want
@@ -535,7 +538,7 @@ def test_roam_edits_rebuild_only_roam_and_curation_removes_a_planted_val_copy(co
     dry = snakemake(wf, "-n", "-p", "cache/all", "--quiet", "host").stdout  # each job block (the profile hides it)
     builds = [b for b in re.split(r"\n(?=(?:local)?rule )", dry) if re.match(r"rule (pretrain|sft|streams):", b)]
     assert {m for b in builds for m in re.findall(r"wildcards: source=(\w+)", b)} == {"roam"}  # only roam is read
-    assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
+    assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS, **BOTH_PARTS}
     snakemake(wf, "-j2", "cache/all")
     assert planned_jobs(wf) == {}
 
