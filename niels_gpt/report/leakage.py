@@ -93,15 +93,23 @@ def _val_side(split: Split, n: int) -> ValSide:
 
 def _index(sides: list[ValSide]) -> NgramIndex:
     """One index over the n-grams of every val split; sets each side's `key_of` (the position of each of its
-    hashes among the index's sorted distinct keys: `np.unique`'s inverse, found one side at a time)."""
-    keys = np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides])
-    keys.sort()  # in place: np.unique would sort a copy
-    if len(keys):
-        distinct = np.empty(len(keys), dtype=bool)
-        distinct[0], distinct[1:] = True, keys[1:] != keys[:-1]
-        keys = keys[distinct]
+    hashes among the index's sorted distinct keys). One stable argsort of all the val hashes gives both: a
+    binary search per val n-gram instead took 5 s for 5 M at full size (a cache miss per step)."""
+    hashes = np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides])
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    del hashes
+    distinct = np.empty(len(ordered), dtype=bool)
+    if len(ordered):
+        distinct[0], distinct[1:] = True, ordered[1:] != ordered[:-1]
+    key_of = np.empty(len(ordered), dtype=np.intp)
+    key_of[order] = np.cumsum(distinct) - 1
+    keys = ordered[distinct]
+    del ordered, order
+    lo = 0
     for side in sides:
-        side.key_of, side.hashes = np.searchsorted(keys, side.hashes), None
+        side.key_of, side.hashes = key_of[lo : lo + len(side.hashes)], None
+        lo += len(side.key_of)
     return NgramIndex(keys)
 
 
