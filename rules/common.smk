@@ -109,11 +109,11 @@ def source_unnameable(input_files):
 
 
 # Job priorities (Snakemake runs the ready job of highest priority first). Curation puts one chain on the
-# critical path: tokenizer -> every raw build -> curate -> the apply jobs -> the token audit and the
-# certificate. Its jobs go first; the byte streams and their audit (not curated), and the figures, fill the
-# free core (priority 0). Among the builds the streamed sources (fineweb-edu: the longest) start first.
+# critical path: tokenizer -> every raw build -> curate -> the apply jobs -> the certificate (which also
+# writes the token part of the leakage audit). Its jobs go first; the byte streams and their part of the
+# audit (not curated), and the figures, fill the free core (priority 0). Among the builds the streamed
+# sources (fineweb-edu: the longest) start first.
 CHAIN_PRIORITY = 20
-AUDIT_PRIORITY = 10
 
 
 def build_priority(wildcards):
@@ -121,8 +121,3 @@ def build_priority(wildcards):
     from niels_gpt.data.registry import STREAMED_SOURCES
 
     return CHAIN_PRIORITY + (5 if wildcards.source in STREAMED_SOURCES else 0)
-
-
-def audit_priority(wildcards):
-    """leakage_space: the token audit waits for curation (on the chain); the bytes part can run any time."""
-    return AUDIT_PRIORITY if wildcards.space == "tokens" else 0

@@ -142,6 +142,8 @@ rule curate_sft:
         " --decisions {input.decisions} --out-dir $(dirname {output.meta}) --spec {params.spec:q} > {log} 2>&1"
 
 
+# The certificate is the leakage audit's scan of the token space against the protected sets, so the same job
+# writes the audit's token part (leakage_tokens.json): the curated train splits are scanned once.
 rule certificate:
     input:
         model=TOKENIZER_MODEL,
@@ -152,11 +154,12 @@ rule certificate:
     output:
         json=CERTIFICATE,
         table=report(CURATION_TABLE, caption="report/curation_table.rst", category="Curation"),
+        leakage=LEAKAGE_TOKENS_PART,
     params:
-        spec=config_spec(*CURATION_KEYS),
+        spec=config_spec(*CURATION_KEYS, "leakage.top_units"),
         format_version=CURATION_FORMAT_VERSION,
     threads: 2
-    priority: AUDIT_PRIORITY
+    priority: CHAIN_PRIORITY
     conda:
         "../environment.yml"
     log:
@@ -166,4 +169,4 @@ rule certificate:
     shell:
         "{sys.executable} -m niels_gpt.cache.cli certify --out {output.json} --table {output.table}"
         " --summary {input.summary} --waived {input.waived} --tokenizer {input.model} --num-threads {threads}"
-        " --spec {params.spec:q} > {log} 2>&1"
+        " --leakage-part {output.leakage} --spec {params.spec:q} > {log} 2>&1"

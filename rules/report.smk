@@ -98,25 +98,24 @@ rule report_streams:
         " --spec {params.spec:q} > {log} 2>&1"
 
 
-# The audit in two steps: one job per space writes its part (the byte streams are not curated, so their part
-# runs as soon as the streams exist, beside curation), then `leakage` joins the parts into leakage.json and
-# applies the gate (a new leakage.max_fraction re-runs the join alone, never a scan).
-LEAKAGE_PART_INPUTS = {"tokens": [TOKENIZER_MODEL] + PRETRAIN_TARGETS + SFT_TARGETS, "bytes": STREAM_TARGETS}
+# The audit in two steps: one part per space, then `leakage` joins the parts into leakage.json and applies
+# the gate (a new leakage.max_fraction re-runs the join alone, never a scan). The token part comes from the
+# certificate's scan (rules/curation.smk: one scan of the curated train splits for both); the byte streams
+# are not curated, so their part (leakage_space) runs as soon as the streams exist, beside the builds.
+LEAKAGE_TOKENS_PART = LEAKAGE_PART.format(space="tokens")
 
 
 rule leakage_space:
     input:
-        lambda wc: LEAKAGE_PART_INPUTS[wc.space],
+        STREAM_TARGETS,
     output:
         json=LEAKAGE_PART,
     wildcard_constraints:
-        space="tokens|bytes",
+        space="bytes",
     params:
         spec=lambda wc: config_spec("cache_dir", f"leakage.n_{wc.space}", "leakage.top_units"),
-        tokenizer=lambda wc: f"--tokenizer {TOKENIZER_MODEL}" if wc.space == "tokens" else "",
         format_version=REPORT_FORMAT_VERSION,
     threads: 2
-    priority: audit_priority
     conda:
         "../environment.yml"
     log:
@@ -125,7 +124,7 @@ rule leakage_space:
         f"{CACHE}/benchmarks/report/leakage_{{space}}.tsv"
     shell:
         "{sys.executable} -m niels_gpt.cache.cli leakage --space {wildcards.space} --out {output.json}"
-        " {params.tokenizer} --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        " --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
 
 
 rule leakage:

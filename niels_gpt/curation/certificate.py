@@ -3,9 +3,11 @@
 Protected sides: every val split of every pretrain and SFT cache (the audit's val n-grams: inside one
 unit, no special id; report/leakage.py) and every file of `decontamination.benchmarks` (tokenized with the
 project tokenizer), less the n-grams curation waived as boilerplate (curation/waived_ngrams.npy). Every
-train split of the token space is scanned once against them all (report/ngrams.py). For each (protected,
-train) pair the number of distinct protected n-grams the train split holds; the certificate holds when
-every count is 0. The byte streams are not curated and not certified (the leakage audit still reports them).
+train split of the token space is scanned once against them all: the leakage audit's own scan
+(report/leakage.scan_space, the benchmark n-grams indexed with the val splits'), so the same pass also gives
+the audit's token part (`leakage_part`). For each (protected, train) pair the number of distinct protected
+n-grams the train split holds, waived ones left out; the certificate holds when every count is 0. The
+byte streams are not curated and not certified (the leakage audit still reports them).
 
 certificate.json: {"format_version", "n", "holds", "train_splits", "protected": [{"name", "ngrams"}],
 "pairs": [{"protected", "train", "shared_ngrams"}], "curation": the curation summary (what was removed,
@@ -26,8 +28,8 @@ from niels_gpt.curation.benchmarks import benchmark_texts
 from niels_gpt.curation.curate import CURATION_FORMAT_VERSION
 from niels_gpt.log import log as log_line
 from niels_gpt.report.corpora import find_splits
-from niels_gpt.report.leakage import _val_side
-from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, sorted_unique
+from niels_gpt.report.leakage import part_of_scan, scan_space
+from niels_gpt.report.ngrams import rolling_hashes, sorted_unique
 
 
 class CertificateError(ValueError):
@@ -46,52 +48,44 @@ def certify(
     num_threads: int = 2,
     required: bool = True,
     waived_file: str | None = None,
+    leakage_part: str | None = None,
+    top: int = 10,
     log: Callable[[str], object] = log_line,
 ) -> dict:
     """Scan, write `out` and return the result; with `required` (decontamination.enabled), a shared
-    n-gram raises CertificateError instead (and nothing is written)."""
+    n-gram raises CertificateError instead (and nothing is written). The scan is the leakage audit's over
+    the token space (report/leakage.scan_space, the benchmark files indexed with the val splits), so with
+    `leakage_part` it also writes that space's part of leakage.json (`top` units listed per val split): the
+    same bytes as `leakage --space tokens`, without a second scan of the train splits."""
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
-    splits, _ = find_splits(cache_dir)
-    splits = [s for s in splits if s.space == "tokens"]
-    sides = [(f"{s.name} val", sorted_unique(_val_side(s, n).hashes)) for s in splits if s.split == "val"]
+    splits, skipped = find_splits(cache_dir, spaces=("tokens",))
     tokenizer = SentencePieceTokenizer(tokenizer_path)
-    for path in benchmarks:
-        ids = tokenizer.encode_batch_arrays(benchmark_texts(path), num_threads=num_threads)
-        h = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
-        sides.append((f"benchmark {path}", sorted_unique(np.concatenate([np.zeros(0, np.uint64), *h]))))
+    names = [f"benchmark {path}" for path in benchmarks]
+    bench = [_benchmark_hashes(tokenizer, path, n, num_threads) for path in benchmarks]
+    scan = scan_space(splits, n, num_threads=num_threads, log=log, extra=bench)
+    sides = [(f"{side.split.name} val", sorted_unique(side.key_of)) for side in scan.sides]
+    sides += list(zip(names, scan.extra_keys))
     if waived_file:  # the boilerplate curation did not protect (decontamination.max_ngram_units)
-        waived = np.load(waived_file, allow_pickle=False)
-        sides = [(name, h[~np.isin(h, waived)]) for name, h in sides]
-    index, inverse = NgramIndex.from_hashes(np.concatenate([np.zeros(0, np.uint64)] + [h for _, h in sides]))
-    key_of, lo = [], 0
-    for _, h in sides:
-        key_of.append(inverse[lo : lo + len(h)])
-        lo += len(h)
+        waived = np.isin(scan.index.keys, np.load(waived_file, allow_pickle=False))
+        sides = [(name, keys[~waived[keys]]) for name, keys in sides]
     pairs, trains = [], []
-    for t in (s for s in splits if s.split == "train"):
-        seen = scan_matches(t.sequence(), n, index, num_threads=num_threads)
-        trains.append(f"{t.name} train")
-        for (name, _), keys in zip(sides, key_of):
-            pairs.append({"protected": name, "train": f"{t.name} train", "shared_ngrams": int(seen[keys].sum())})
-        log(f"{t.name} train: {sum(p['shared_ngrams'] for p in pairs if p['train'] == trains[-1]):,} shared {n}-grams")
+    for t, seen in scan.seen.items():
+        trains.append(f"{t} train")
+        for name, keys in sides:
+            pairs.append({"protected": name, "train": f"{t} train", "shared_ngrams": int(seen[keys].sum())})
+        log(f"{t} train: {sum(p['shared_ngrams'] for p in pairs if p['train'] == trains[-1]):,} shared {n}-grams")
     result = {
         "format_version": CURATION_FORMAT_VERSION,
         "n": n,
         "holds": all(p["shared_ngrams"] == 0 for p in pairs),
         "train_splits": trains,
-        "protected": [{"name": name, "ngrams": len(h)} for name, h in sides],
+        "protected": [{"name": name, "ngrams": len(keys)} for name, keys in sides],
         "pairs": pairs,
         "curation": json.loads(Path(summary_file).read_text(encoding="utf-8")) if summary_file else None,
     }
     bad = [p for p in pairs if p["shared_ngrams"]]
-    if table and (required is False or not bad):
-        atomic_write_text(table, curation_table(result))
-    if bad and not required:
-        atomic_write_json(out, result)
-        log(f"decontamination.enabled is false: {len(bad)} pair(s) share {n}-grams; the certificate does not hold")
-        return result
-    if bad:
+    if bad and required:
         lines = "\n  - ".join(
             f"{p['train']} shares {p['shared_ngrams']:,} {n}-grams with {p['protected']}" for p in bad
         )
@@ -99,9 +93,24 @@ def certify(
             f"curation certificate failed: {len(bad)} train/protected pair(s) share {n}-grams after curation:\n"
             f"  - {lines}\nis decontamination.enabled false, or were the caches built without curation?"
         )
+    if leakage_part:
+        atomic_write_json(leakage_part, part_of_scan(scan, "tokens", n, skipped, top=top, tokenizer=tokenizer))
+        log(f"leakage audit, tokens -> {leakage_part}")
+    if table:
+        atomic_write_text(table, curation_table(result))
     atomic_write_json(out, result)
-    log(f"certificate holds: 0 shared {n}-grams in {len(trains)} train splits against {len(sides)} protected texts")
+    if bad:
+        log(f"decontamination.enabled is false: {len(bad)} pair(s) share {n}-grams; the certificate does not hold")
+    else:
+        log(f"certificate holds: 0 shared {n}-grams in {len(trains)} train splits against {len(sides)} protected texts")
     return result
+
+
+def _benchmark_hashes(tokenizer, path: str, n: int, num_threads: int) -> np.ndarray:
+    """The distinct n-gram hashes of one benchmark file's texts, tokenized with the project tokenizer."""
+    ids = tokenizer.encode_batch_arrays(benchmark_texts(path), num_threads=num_threads)
+    h = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
+    return sorted_unique(np.concatenate([np.zeros(0, np.uint64), *h]))
 
 
 CSS = (

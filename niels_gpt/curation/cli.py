@@ -3,9 +3,11 @@
   python -m niels_gpt.cache.cli curate --raw DIR [DIR ...] --tokenizer cache/tokenizer/spm.model
   python -m niels_gpt.cache.cli apply-curation --raw cache/curation/raw/pretrain/wikitext \\
       --decisions cache/curation/decisions/pretrain/wikitext.json --out-dir cache/pretrain/wikitext
-  python -m niels_gpt.cache.cli certify --out cache/report/certificate.json
+  python -m niels_gpt.cache.cli certify --out cache/report/certificate.json \\
+      [--leakage-part cache/report/leakage_tokens.json]
 
-Settings: the dedup.*, decontamination.* and leakage.n_tokens keys (config.yaml, --spec, --set).
+Settings: the dedup.*, decontamination.* and leakage.n_tokens keys (config.yaml, --spec, --set); certify's
+--leakage-part also leakage.top_units.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ def register(sub) -> None:
     c.add_argument("--table", default=None, help="curation_table.html to write (what was removed, the pairs)")
     c.add_argument("--waived", default=None, help="waived_ngrams.npy: boilerplate n-grams curation did not protect")
     c.add_argument("--num-threads", type=int, default=2, help="threads scanning train splits (default: 2)")
+    c.add_argument(
+        "--leakage-part",
+        default=None,
+        help="also write the token space's part of the leakage audit from the same scan "
+        "(cache/report/leakage_tokens.json; leakage.top_units units listed)",
+    )
     add_tokenizer_arg(c)
     add_config_args(c)
     c.set_defaults(func=run_certify)
@@ -95,5 +103,7 @@ def run_certify(args) -> int:
         num_threads=args.num_threads,
         required=cfg["decontamination"]["enabled"],
         waived_file=args.waived,
+        leakage_part=args.leakage_part,
+        top=cfg["leakage"]["top_units"],
     )
     return 0

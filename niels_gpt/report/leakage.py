@@ -39,7 +39,7 @@ from niels_gpt.layout import REPORT_FORMAT_VERSION
 from niels_gpt.log import log as log_line
 from niels_gpt.log import progress
 from niels_gpt.report.corpora import Split, excerpt, find_splits
-from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, windows_touching
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, sorted_unique, windows_touching
 
 SPACES = ("tokens", "bytes")
 DIGITS = 6  # fractions are rounded in the JSON: stable text, far finer than any figure shows
@@ -91,11 +91,12 @@ def _val_side(split: Split, n: int) -> ValSide:
     return ValSide(split, data, starts, ends, unit_of[:kept], hashes[:kept])
 
 
-def _index(sides: list[ValSide]) -> NgramIndex:
-    """One index over the n-grams of every val split; sets each side's `key_of` (the position of each of its
-    hashes among the index's sorted distinct keys). One stable argsort of all the val hashes gives both: a
-    binary search per val n-gram instead took 5 s for 5 M at full size (a cache miss per step)."""
-    hashes = np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides])
+def _index(sides: list[ValSide], extra: list[np.ndarray] = ()) -> tuple[NgramIndex, list[np.ndarray]]:
+    """One index over the n-grams of every val split and of the `extra` hash sets (the certificate's
+    benchmark files); sets each side's `key_of` (the position of each of its hashes among the index's sorted
+    distinct keys) and returns the distinct positions of each extra set. One stable argsort of all the
+    hashes gives both: a binary search per val n-gram instead took 5 s for 5 M at full size."""
+    hashes = np.concatenate([np.zeros(0, np.uint64)] + [s.hashes for s in sides] + list(extra))
     order = np.argsort(hashes, kind="stable")
     ordered = hashes[order]
     del hashes
@@ -110,7 +111,11 @@ def _index(sides: list[ValSide]) -> NgramIndex:
     for side in sides:
         side.key_of, side.hashes = key_of[lo : lo + len(side.hashes)], None
         lo += len(side.key_of)
-    return NgramIndex(keys)
+    extra_keys = []
+    for h in extra:
+        extra_keys.append(sorted_unique(key_of[lo : lo + len(h)]))
+        lo += len(h)
+    return NgramIndex(keys), extra_keys
 
 
 def _round(x: float) -> float:
@@ -164,37 +169,56 @@ def _val_row(side: ValSide, seen: dict[str, np.ndarray], top: int, tokenizer) ->
     }
 
 
-def _audit_space(splits: list[Split], n: int, *, top: int, num_threads: int, tokenizer, log) -> tuple[list, list]:
-    """Hash every val split of one space, scan every train split once; (val rows, train rows)."""
+@dataclass
+class SpaceScan:
+    """One space's val sides, indexed with any extra hash sets, and every train split scanned once."""
+
+    sides: list[ValSide]
+    index: NgramIndex
+    extra_keys: list[np.ndarray]  # distinct index positions of each extra hash set
+    seen: dict[str, np.ndarray]  # train split name -> bool per index key: occurs in that train split
+    train_rows: list[dict]
+
+
+def scan_space(splits: list[Split], n: int, *, num_threads: int, log, extra: list[np.ndarray] = ()) -> SpaceScan:
+    """Hash every val split of one space, index them (with `extra`), scan every train split once."""
     sides = [_val_side(s, n) for s in splits if s.split == "val"]
-    index = _index(sides)
-    log(f"{len(index):,} distinct val {n}-grams in {len(sides)} val splits ({index.nbytes / 1e6:,.1f} MB index)")
+    index, extra_keys = _index(sides, extra)
+    what = f"val {n}-grams in {len(sides)} val splits" + (f" and {len(extra)} more sets" if len(extra) else "")
+    log(f"{len(index):,} distinct {what} ({index.nbytes / 1e6:,.1f} MB index)")
     seen, train_rows = {}, []
     for t in (s for s in splits if s.split == "train"):
         seq = t.sequence()
         with progress(total=len(seq), desc=f"{t.name} train", unit="pos", unit_scale=True, leave=False) as bar:
             seen[t.name] = scan_matches(seq, n, index, num_threads=num_threads, on_positions=bar.update)
         train_rows.append({"name": t.name, "space": t.space, "positions": len(seq)})
-        log(f"scanned {t.name} train: {len(seq):,} positions, {int(seen[t.name].sum()):,} val {n}-grams found")
-    return [_val_row(side, seen, top, tokenizer) for side in sides], train_rows
+        log(f"scanned {t.name} train: {len(seq):,} positions, {int(seen[t.name].sum()):,} indexed {n}-grams found")
+    return SpaceScan(sides, index, extra_keys, seen, train_rows)
 
 
-def audit_part(cache_dir, space: str, *, n: int, top: int, num_threads: int = 2, tokenizer=None, log=log_line) -> dict:
-    """The audit of one space's splits (a part of leakage.json: merge_parts joins them): {"format_version",
-    "space", "n", "train_splits", "val_splits", "skipped"}. The byte streams are not curated, so their
-    part can run as soon as they are built, beside curation."""
-    if space not in SPACES:
-        raise ValueError(f"leakage space {space!r}: expected one of {', '.join(SPACES)}")
-    splits, skipped = find_splits(cache_dir, spaces=(space,))
-    vals, trains = _audit_space(splits, n, top=top, num_threads=num_threads, tokenizer=tokenizer, log=log)
+def part_of_scan(scan: SpaceScan, space: str, n: int, skipped: list[dict], *, top: int, tokenizer) -> dict:
+    """One space's part of leakage.json from its scan: {"format_version", "space", "n", "train_splits",
+    "val_splits", "skipped"}."""
     return {
         "format_version": REPORT_FORMAT_VERSION,
         "space": space,
         "n": n,
-        "train_splits": trains,
-        "val_splits": vals,
+        "train_splits": scan.train_rows,
+        "val_splits": [_val_row(side, scan.seen, top, tokenizer) for side in scan.sides],
         "skipped": skipped,
     }
+
+
+def audit_part(cache_dir, space: str, *, n: int, top: int, num_threads: int = 2, tokenizer=None, log=log_line) -> dict:
+    """The audit of one space's splits (a part of leakage.json: merge_parts joins them; see part_of_scan).
+    The byte streams are not curated, so their part can run as soon as they are built, beside curation;
+    the token part is also written by the certificate's scan (curation/certificate.py), which reads the
+    same splits."""
+    if space not in SPACES:
+        raise ValueError(f"leakage space {space!r}: expected one of {', '.join(SPACES)}")
+    splits, skipped = find_splits(cache_dir, spaces=(space,))
+    scan = scan_space(splits, n, num_threads=num_threads, log=log)
+    return part_of_scan(scan, space, n, skipped, top=top, tokenizer=tokenizer)
 
 
 def merge_parts(parts: dict, *, n_tokens: int, n_bytes: int, max_fraction: float | None = None) -> dict:

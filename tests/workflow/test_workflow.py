@@ -268,13 +268,12 @@ def test_changing_a_tokenizer_key_rebuilds_the_tokenizer_and_everything_tokenize
 # Curation is global (rules/curation.smk): a changed raw pretrain or SFT cache re-runs curate, every apply
 # job (each rewrites its curated cache from the new decisions) and the certificate; then the report jobs
 # that read the pretrain / SFT / stream caches (rules/report.smk), besides cache/all. The leakage audit is one
-# part per space (leakage_space: tokens, bytes) and the join (leakage): a changed cache re-runs its space's part.
+# part per space joined by `leakage`: the certificate's scan writes the token part, leakage_space the bytes part.
 CURATION = {"curate": 1, "curate_pretrain": 4, "curate_sft": 3, "certificate": 1}
-AUDIT = {"leakage_space": 1, "leakage": 1, "report_leakage": 1}
+AUDIT = {"leakage": 1, "report_leakage": 1}
 READS_TOKEN_CACHES = {"report_pretrain": 1, "report_sft": 1, "report_tokenizer": 1, **AUDIT}
 READS_PRETRAIN = READS_SFT = {**CURATION, **READS_TOKEN_CACHES, "all": 1}
-READS_STREAMS = {"report_streams": 1, **AUDIT, "all": 1}
-BOTH_PARTS = {"leakage_space": 2}  # a token cache and a stream changed
+READS_STREAMS = {"report_streams": 1, "leakage_space": 1, **AUDIT, "all": 1}
 
 
 def test_changing_a_budget_reruns_only_that_source_and_the_report_jobs_reading_it(built):
@@ -286,7 +285,9 @@ def test_report_settings_rerun_only_the_report_jobs_using_them(built):
     mix = {"primer": 0.2, "oasst1": 0.6, "dolly15k": 0.2}
     assert planned_jobs(built, extra_config={"sft": {"mix": mix}}) == {"report_sft": 1, "all": 1}
     jobs = planned_jobs(built, extra_config={"leakage": {"max_fraction": 0.5}})
-    assert jobs == {"leakage": 1, "report_leakage": 1, "all": 1}
+    assert jobs == {"leakage": 1, "report_leakage": 1, "all": 1}  # the join alone: no scan
+    jobs = planned_jobs(built, extra_config={"leakage": {"top_units": 4}})
+    assert jobs == {"certificate": 1, "leakage_space": 1, "leakage": 1, "report_leakage": 1, "all": 1}
 
 
 def test_curation_keys_rerun_curation_and_its_readers_never_a_build(built, tmp_path):
@@ -336,7 +337,7 @@ def test_editing_a_note_snakemake_cannot_name_reruns_its_jobs(copy_of_built):
     note = copy_of_built / "notes" / "It's {curly} [square] $dollar.md"
     original, stat = note.read_bytes(), note.stat()
     note.write_bytes(original + b"- an edit\n")
-    assert planned_jobs(copy_of_built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS, **BOTH_PARTS}
+    assert planned_jobs(copy_of_built) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     note.write_bytes(original)
     os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert planned_jobs(copy_of_built) == {}
@@ -538,7 +539,7 @@ def test_roam_edits_rebuild_only_roam_and_curation_removes_a_planted_val_copy(co
     dry = snakemake(wf, "-n", "-p", "cache/all", "--quiet", "host").stdout  # each job block (the profile hides it)
     builds = [b for b in re.split(r"\n(?=(?:local)?rule )", dry) if re.match(r"rule (pretrain|sft|streams):", b)]
     assert {m for b in builds for m in re.findall(r"wildcards: source=(\w+)", b)} == {"roam"}  # only roam is read
-    assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS, **BOTH_PARTS}
+    assert dry_run_jobs(dry) == {"pretrain": 1, "streams": 1, **READS_PRETRAIN, **READS_STREAMS}
     snakemake(wf, "-j2", "cache/all")
     assert planned_jobs(wf) == {}
 
