@@ -19,9 +19,10 @@ sorted); each train split is then scanned once, streaming, against that index. T
                      "top": [{"unit", "start", "ngrams", "fraction", "worst_train", "by_train", "excerpt"}]}],
      "skipped": [{"name", "reason"}]}
 
-The workflow runs it as one job per space (`audit_part`: leakage_tokens.json, leakage_bytes.json) and
-one that joins them and applies the gate (`merge_parts`): the byte streams' part need not wait for the
-token caches' curation, and a new `leakage.max_fraction` re-runs only the join.
+The workflow writes one part per space (`part_of_scan`: leakage_bytes.json by `audit_part`, the byte
+streams; leakage_tokens.json by the certificate, curation/certificate.py, whose scan of the curated token
+splits is this one) and joins them in a job that applies the gate (`merge_parts`): the byte streams' part
+need not wait for curation, and a new `leakage.max_fraction` re-runs only the join.
 
 `fraction_any` counts an n-gram found in any train split; `top` lists the units (documents, examples,
 segments) with the highest such fraction, most n-grams first among equals. With `leakage.max_fraction`
