@@ -1,15 +1,28 @@
-"""`build-all`: every enabled cache, in-process, for users without Snakemake.
+"""`build-all`: every enabled cache, curated, in-process, for users without Snakemake.
 
-    python -m niels_gpt.cache.cli build-all --cache-dir cache --seed 42 [--demo]
+    python -m niels_gpt.cache.cli build-all --cache-dir cache --seed 42 [--demo] [--no-curation]
 
-Order: tokenizer (kept if `{cache-dir}/tokenizer/spm.model` exists, unless --retrain-tokenizer),
-pretrain caches (disabled sources get a "not built" meta), SFT caches, byte streams. The same
-functions the Snakemake rules call; Snakemake adds incremental rebuilds and parallel jobs. Milestones
-go to stderr (niels_gpt.log).
+Order, as the workflow's DAG runs it (the same functions its rules call, in one process; Snakemake adds
+incremental rebuilds and parallel jobs):
+  1. tokenizer (kept if `{cache-dir}/tokenizer/spm.model` exists, unless --retrain-tokenizer);
+  2. the raw pretrain caches, `dedup.read_margin` past each budget, and the raw SFT caches, under
+     `{cache-dir}/curation/raw/` (a disabled source gets a "not built" meta, as in the workflow);
+  3. `curate` over every raw cache: `{cache-dir}/curation/decisions/`, summary.json, waived_ngrams.npy;
+  4. `apply-curation` per raw cache: the curated caches at the usual paths (`pretrain/{source}/`,
+     `sft/{source}/`);
+  5. the byte streams (not curated, as in the workflow);
+  6. `certify`: `{cache-dir}/report/certificate.json` and curation_table.html; a train split that shares a
+     protected n-gram fails the build (exit 1, one error line), as the workflow's certificate job does.
+The curated caches, curation files and certificate are byte-identical to a workflow build of the same
+config (tests/workflow/test_workflow.py). A source split into parts (pretrain.num_parts > 1) is built
+here as one cache. `--no-curation`: the loaders write the pretrain and SFT caches directly (budgets
+exact, nothing removed); no curation folder, no certificate (a certificate left by an earlier curated
+build is removed: it would describe other caches). Milestones go to stderr (niels_gpt.log).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 
@@ -17,24 +30,38 @@ from niels_gpt import layout
 from niels_gpt.command_line import add_config_args, resolve_config
 from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
 from niels_gpt.log import log
+from niels_gpt.meta import is_built
+
+CERTIFICATE = "certificate.json"  # under {cache}/report/, as rules/curation.smk names it
+CURATION_TABLE = "curation_table.html"
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "build-all",
-        help="build the tokenizer and every pretrain, SFT and stream cache in one process",
+        help="build the tokenizer and every curated pretrain and SFT cache and the byte streams in one process",
         description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--cache-dir", default=None, help="output root [cache_dir; default: cache]")
     p.add_argument("--seed", type=int, default=None, help="the one seed of every split and shuffle [seed; default: 42]")
     p.add_argument("--retrain-tokenizer", action="store_true", help="train the tokenizer even if one exists")
+    p.add_argument(
+        "--no-curation",
+        action="store_true",
+        help="write the pretrain and SFT caches straight from the loaders: no dedup, no decontamination, "
+        "no certificate (the raw text, budgets exact)",
+    )
     add_config_args(p)
     p.set_defaults(func=run)
 
 
+def _threads() -> int:
+    """Every CPU this process may use (curate and certify: the result does not depend on it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def run(args) -> int:
-    from niels_gpt.pretrain.job import build_pretrain_source
-    from niels_gpt.sft.job import build_sft_source, format_summary
     from niels_gpt.streams.job import build_stream_from_config
     from niels_gpt.tokenizer.job import build_tokenizer
 
@@ -46,15 +73,94 @@ def run(args) -> int:
         build_tokenizer(cfg, layout.tokenizer_dir(root))
     else:
         log(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
-    for source in PRETRAIN_SOURCES:
-        log(f"== pretrain/{source}")
-        build_pretrain_source(cfg, source, tokenizer_path=model, out_dir=layout.pretrain_dir(root, source))
-    for source in SFT_SOURCES:
-        log(f"== sft/{source}")
-        out_dir = layout.sft_dir(root, source)
-        log(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=out_dir), out_dir))
+    if args.no_curation:
+        _build_uncurated(cfg, root, model)
+    else:
+        _build_curated(cfg, root, model)
     for source in cfg["streams"]["enabled_sources"]:
         log(f"== streams/{source}")
         build_stream_from_config(cfg, source, layout.streams_dir(root))
+    if not args.no_curation:
+        _certify(cfg, root, model)
     log(f"build-all: done in {time.time() - started:.1f}s -> {root}/")
     return 0
+
+
+def _build_uncurated(cfg: dict, root: str, model: str) -> None:
+    """The loaders straight into the usual cache paths (no curation)."""
+    from niels_gpt.pretrain.job import build_pretrain_source
+    from niels_gpt.sft.job import build_sft_source, format_summary
+
+    report = layout.report_dir(root)
+    for name in (CERTIFICATE, CURATION_TABLE):
+        stale = os.path.join(report, name)
+        if os.path.exists(stale):
+            os.remove(stale)
+            log(f"removed {stale}: --no-curation, so no certificate describes these caches")
+    for source in PRETRAIN_SOURCES:
+        log(f"== pretrain/{source} (not curated)")
+        build_pretrain_source(cfg, source, tokenizer_path=model, out_dir=layout.pretrain_dir(root, source))
+    for source in SFT_SOURCES:
+        log(f"== sft/{source} (not curated)")
+        out_dir = layout.sft_dir(root, source)
+        log(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=out_dir), out_dir))
+
+
+def _build_curated(cfg: dict, root: str, model: str) -> None:
+    """Raw caches, the curation decision, then each raw cache's curated copy at the usual path."""
+    from niels_gpt.curation.apply import apply_pretrain, apply_sft
+    from niels_gpt.curation.cli import settings
+    from niels_gpt.curation.curate import curate
+    from niels_gpt.pretrain.job import build_pretrain_source
+    from niels_gpt.sft.job import build_sft_source, format_summary
+
+    raw_root = f"{root}/{layout.RAW_DIR}"
+    raw = {  # (family, source) -> raw cache folder, as rules/curation.smk names them
+        **{("pretrain", s): layout.pretrain_dir(raw_root, s) for s in PRETRAIN_SOURCES},
+        **{("sft", s): layout.sft_dir(raw_root, s) for s in SFT_SOURCES},
+    }
+    margin = cfg["dedup"]["read_margin"]
+    for source in PRETRAIN_SOURCES:
+        log(f"== pretrain/{source}: raw cache (read_margin {margin})")
+        build_pretrain_source(cfg, source, tokenizer_path=model, out_dir=raw["pretrain", source], read_margin=margin)
+    for source in SFT_SOURCES:
+        log(f"== sft/{source}: raw cache")
+        out_dir = raw["sft", source]
+        log(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=out_dir), out_dir))
+    log("== curate: duplicates and contaminated spans of every raw cache")
+    curate(cfg, cache_dir=root, raw_dirs=sorted(raw.values()), tokenizer_path=model, num_threads=_threads())
+    for (family, source), raw_dir in raw.items():
+        decisions = layout.decisions_path(root, family, source)
+        if family == "pretrain":
+            out_dir = layout.pretrain_dir(root, source)
+            log(f"== pretrain/{source}: curated copy")
+            meta = apply_pretrain(
+                raw_dir, out_dir, decisions, shard_bytes=cfg["pretrain"]["shard_bytes"], settings=settings(cfg)
+            )
+        else:
+            out_dir = layout.sft_dir(root, source)
+            log(f"== sft/{source}: curated copy")
+            meta = apply_sft(raw_dir, out_dir, decisions, settings=settings(cfg))
+        if is_built(meta):
+            log(f"wrote {out_dir}: train {meta.get('train_tokens'):,} tokens, val {meta.get('val_tokens'):,} tokens")
+
+
+def _certify(cfg: dict, root: str, model: str) -> None:
+    """0 shared n-grams between the curated train splits and the val splits / benchmarks, or an error."""
+    from niels_gpt.curation.certificate import certify
+
+    log("== certificate")
+    report = layout.report_dir(root)
+    certify(
+        root,
+        n=cfg["leakage"]["n_tokens"],
+        benchmarks=cfg["decontamination"]["benchmarks"],
+        tokenizer_path=model,
+        summary_file=layout.summary_path(root),
+        out=os.path.join(report, CERTIFICATE),
+        table=os.path.join(report, CURATION_TABLE),
+        num_threads=_threads(),
+        required=cfg["decontamination"]["enabled"],
+        waived_file=layout.waived_path(root),
+    )
+    log(f"wrote {report}/{CERTIFICATE}")
