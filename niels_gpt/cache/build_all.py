@@ -4,7 +4,8 @@
 
 Order, as the workflow's DAG runs it (the same functions its rules call, in one process; Snakemake adds
 incremental rebuilds and parallel jobs):
-  1. tokenizer (kept if `{cache-dir}/tokenizer/spm.model` exists, unless --retrain-tokenizer);
+  1. tokenizer (kept if `{cache-dir}/tokenizer/spm.model` exists, unless --retrain-tokenizer), and every
+     decontamination.benchmarks file read once (a bad one stops the run before any cache is built);
   2. the raw pretrain caches, `dedup.read_margin` past each budget, and the raw SFT caches, under
      `{cache-dir}/curation/raw/` (a disabled source gets a "not built" meta, as in the workflow);
   3. `curate` over every raw cache: `{cache-dir}/curation/decisions/`, summary.json, waived_ngrams.npy;
@@ -73,6 +74,8 @@ def run(args) -> int:
         build_tokenizer(cfg, layout.tokenizer_dir(root))
     else:
         log(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
+    if not args.no_curation:
+        _check_benchmarks(cfg)
     if args.no_curation:
         _build_uncurated(cfg, root, model)
     else:
@@ -84,6 +87,15 @@ def run(args) -> int:
         _certify(cfg, root, model)
     log(f"build-all: done in {time.time() - started:.1f}s -> {root}/")
     return 0
+
+
+def _check_benchmarks(cfg: dict) -> None:
+    """Read every decontamination.benchmarks file before the builds: a bad one stops the run at once
+    (BenchmarkError names the file, the line and what was expected), not after hours of tokenizing."""
+    from niels_gpt.curation.benchmarks import benchmark_texts
+
+    for path in cfg["decontamination"]["benchmarks"]:
+        log(f"benchmark {path}: {len(benchmark_texts(path)):,} texts")
 
 
 def _build_uncurated(cfg: dict, root: str, model: str) -> None:

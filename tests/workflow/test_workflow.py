@@ -145,11 +145,10 @@ def artifact_hashes(cache: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """The demo build every test shares. Read-only: a test that changes anything uses copy_of_built."""
-    workdir = make_workdir(tmp_path_factory.mktemp("wf"))
-    snakemake(workdir, "-j2", "cache/all")
-    return workdir
+def built(workflow_demo_build) -> Path:
+    """The demo build every test shares (built once per session: tests/conftest.py, which build-all's
+    byte-identity test reads too). Read-only: a test that changes anything uses copy_of_built."""
+    return workflow_demo_build
 
 
 @pytest.fixture
