@@ -117,9 +117,11 @@ def test_build_all_keeps_an_existing_tokenizer_unless_told_to_retrain(
 
 
 def sha256_tree(root: Path, *parts: str) -> dict[str, str]:
-    """{path under root: sha256} of every file under root/parts..."""
+    """{path under root: sha256} of every file under root/parts... (not Snakemake's .snakemake_timestamp
+    marker in a directory() output)."""
     base = root.joinpath(*parts)
     files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+    files = [p for p in files if p.name != ".snakemake_timestamp"]
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
