@@ -13,12 +13,14 @@ incremental rebuilds and parallel jobs):
      `sft/{source}/`);
   5. the byte streams (not curated, as in the workflow);
   6. `certify`: `{cache-dir}/report/certificate.json` and curation_table.html; a train split that shares a
-     protected n-gram fails the build (exit 1, one error line), as the workflow's certificate job does.
-The curated caches, curation files and certificate are byte-identical to a workflow build of the same
-config (tests/workflow/test_workflow.py). A source split into parts (pretrain.num_parts > 1) is built
-here as one cache. `--no-curation`: the loaders write the pretrain and SFT caches directly (budgets
-exact, nothing removed); no curation folder, no certificate (a certificate left by an earlier curated
-build is removed: it would describe other caches). Milestones go to stderr (niels_gpt.log).
+     protected n-gram fails the build (exit 1, one error naming the pairs), as the workflow's certificate
+     job does.
+The raw and curated caches, curation files, streams and certificate are byte-identical to a workflow build
+of the same config and tokenizer (tests/cache/test_build_all.py compares them with the workflow's demo
+build). A source split into parts (pretrain.num_parts > 1) is built here as one cache. `--no-curation`: the
+loaders write the pretrain and SFT caches directly (budgets exact, nothing removed); no curation folder, no
+certificate. A certificate left by an earlier build is removed first, whatever the mode: it would describe
+other caches. Milestones go to stderr (niels_gpt.log).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def run(args) -> int:
         build_tokenizer(cfg, layout.tokenizer_dir(root))
     else:
         log(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
+    _remove_certificate(root)
     if not args.no_curation:
         _check_benchmarks(cfg)
     if args.no_curation:
@@ -87,6 +90,17 @@ def run(args) -> int:
         _certify(cfg, root, model)
     log(f"build-all: done in {time.time() - started:.1f}s -> {root}/")
     return 0
+
+
+def _remove_certificate(root: str) -> None:
+    """A certificate of an earlier build describes other caches: gone before this build changes them, so a
+    failed certificate (or --no-curation) never leaves one that reads as this build's (as Snakemake removes a
+    job's outputs before it runs)."""
+    for name in (CERTIFICATE, CURATION_TABLE):
+        stale = os.path.join(layout.report_dir(root), name)
+        if os.path.exists(stale):
+            os.remove(stale)
+            log(f"removed {stale} (an earlier build's; this build writes its own, or none with --no-curation)")
 
 
 def _check_benchmarks(cfg: dict) -> None:
@@ -103,12 +117,6 @@ def _build_uncurated(cfg: dict, root: str, model: str) -> None:
     from niels_gpt.pretrain.job import build_pretrain_source
     from niels_gpt.sft.job import build_sft_source, format_summary
 
-    report = layout.report_dir(root)
-    for name in (CERTIFICATE, CURATION_TABLE):
-        stale = os.path.join(report, name)
-        if os.path.exists(stale):
-            os.remove(stale)
-            log(f"removed {stale}: --no-curation, so no certificate describes these caches")
     for source in PRETRAIN_SOURCES:
         log(f"== pretrain/{source} (not curated)")
         build_pretrain_source(cfg, source, tokenizer_path=model, out_dir=layout.pretrain_dir(root, source))

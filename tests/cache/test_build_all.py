@@ -42,7 +42,10 @@ def test_build_all_demo_builds_every_cache_and_verifies(tmp_path, isolated_hf_ca
     certificate = json.loads((cache / "report" / "certificate.json").read_text())
     assert certificate["holds"] and len(certificate["train_splits"]) == 6
     assert (cache / "curation" / "summary.json").exists() and (cache / "curation" / "waived_ngrams.npy").exists()
-    assert json.loads((cache / "pretrain" / "gutenberg" / "meta.json").read_text())["built"] is False
+    for folder in (cache / "pretrain" / "gutenberg", cache / "curation" / "raw" / "pretrain" / "gutenberg"):
+        assert json.loads((folder / "meta.json").read_text())["built"] is False  # disabled: "not built"
+    decisions = json.loads((cache / "curation" / "decisions" / "pretrain" / "gutenberg.json").read_text())
+    assert decisions["splits"] == {}  # curate's empty decision for a cache that was not built
     for source in ("dolly15k", "oasst1", "primer"):
         assert json.loads((cache / "sft" / source / "meta.json").read_text())["train_examples"] > 0
     for stream in ("wiki", "roam", "primer"):
@@ -166,7 +169,7 @@ def test_build_all_no_curation_writes_the_loaders_caches(tmp_path, isolated_hf_c
     cache = tmp_path / "cache"
     (cache / "tokenizer").mkdir(parents=True)
     shutil.copy(tiny_tokenizer_path, cache / "tokenizer" / "spm.model")
-    stale = cache / "report" / "certificate.json"
+    stale = cache / "report" / "certificate.json"  # an earlier curated build's: it does not describe these caches
     stale.parent.mkdir()
     stale.write_text("{}")
     args = ["build-all", "--cache-dir", str(cache), "--demo", "--no-curation"]
