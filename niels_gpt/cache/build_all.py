@@ -17,8 +17,9 @@ incremental rebuilds and parallel jobs):
      job does.
 The raw and curated caches, curation files, streams and certificate are byte-identical to a workflow build
 of the same config and tokenizer (tests/cache/test_build_all.py compares them with the workflow's demo
-build). A source split into parts (pretrain.num_parts > 1) is built here as one cache. `--no-curation`: the
-loaders write the pretrain and SFT caches directly (budgets exact, nothing removed); no curation folder, no
+build). With pretrain.num_parts > 1 the enabled streamed sources are built, curated and merged part by
+part, as the workflow's part jobs do. `--no-curation`: the loaders write the pretrain and SFT caches
+directly (budgets exact, nothing removed, a source built whole whatever num_parts); no curation folder, no
 certificate. A certificate left by an earlier build is removed first, whatever the mode: it would describe
 other caches. Milestones go to stderr (niels_gpt.log).
 """
@@ -31,7 +32,7 @@ import time
 
 from niels_gpt import layout
 from niels_gpt.command_line import add_config_args, resolve_config
-from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES
+from niels_gpt.data.registry import PRETRAIN_SOURCES, SFT_SOURCES, STREAMED_SOURCES
 from niels_gpt.log import log
 from niels_gpt.meta import is_built
 
@@ -127,42 +128,69 @@ def _build_uncurated(cfg: dict, root: str, model: str) -> None:
 
 
 def _build_curated(cfg: dict, root: str, model: str) -> None:
-    """Raw caches, the curation decision, then each raw cache's curated copy at the usual path."""
+    """Raw caches, the curation decision, then each raw cache's curated copy at the usual path (and, for a
+    source split into parts, the merge's manifest), as rules/pretrain.smk, sft.smk and curation.smk do."""
+    from niels_gpt.config import deep_merge, schema_defaults
     from niels_gpt.curation.apply import apply_pretrain, apply_sft
     from niels_gpt.curation.cli import settings
     from niels_gpt.curation.curate import curate
     from niels_gpt.pretrain.job import build_pretrain_source
+    from niels_gpt.pretrain.parts import merge_pretrain_parts
     from niels_gpt.sft.job import build_sft_source, format_summary
 
     raw_root = f"{root}/{layout.RAW_DIR}"
-    raw = {  # (family, source) -> raw cache folder, as rules/curation.smk names them
-        **{("pretrain", s): layout.pretrain_dir(raw_root, s) for s in PRETRAIN_SOURCES},
-        **{("sft", s): layout.sft_dir(raw_root, s) for s in SFT_SOURCES},
-    }
+    num_parts = cfg["pretrain"]["num_parts"]
+    parted = [s for s in STREAMED_SOURCES if num_parts > 1 and cfg["sources"][s]["enabled"]]  # PARTED_SOURCES
+    caches = []  # (family, source, part index or None, raw folder, curated folder), as rules/curation.smk names them
+    for s in PRETRAIN_SOURCES:
+        if s in parted:
+            for k in range(num_parts):
+                part = f"{layout.PARTS_DIR}/{layout.part_name(k)}"
+                caches.append(("pretrain", s, k, f"{layout.pretrain_dir(raw_root, s)}/{part}", _part_dir(root, s, k)))
+        else:
+            caches.append(("pretrain", s, None, layout.pretrain_dir(raw_root, s), layout.pretrain_dir(root, s)))
+    caches += [("sft", s, None, layout.sft_dir(raw_root, s), layout.sft_dir(root, s)) for s in SFT_SOURCES]
     margin = cfg["dedup"]["read_margin"]
-    for source in PRETRAIN_SOURCES:
-        log(f"== pretrain/{source}: raw cache (read_margin {margin})")
-        build_pretrain_source(cfg, source, tokenizer_path=model, out_dir=raw["pretrain", source], read_margin=margin)
-    for source in SFT_SOURCES:
-        log(f"== sft/{source}: raw cache")
-        out_dir = raw["sft", source]
-        log(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=out_dir), out_dir))
-    log("== curate: duplicates and contaminated spans of every raw cache")
-    curate(cfg, cache_dir=root, raw_dirs=sorted(raw.values()), tokenizer_path=model, num_threads=_threads())
-    for (family, source), raw_dir in raw.items():
-        decisions = layout.decisions_path(root, family, source)
+    # a raw part is written in the default shard size, as the pretrain_part job (whose spec leaves out
+    # pretrain.shard_bytes: only its curated copy is the cache) writes it
+    part_cfg = deep_merge(cfg, {"pretrain": {"shard_bytes": schema_defaults()["pretrain"]["shard_bytes"]}})
+    for family, source, k, raw_dir, _ in caches:
         if family == "pretrain":
-            out_dir = layout.pretrain_dir(root, source)
-            log(f"== pretrain/{source}: curated copy")
-            meta = apply_pretrain(
-                raw_dir, out_dir, decisions, shard_bytes=cfg["pretrain"]["shard_bytes"], settings=settings(cfg)
+            what = source if k is None else f"{source} part {k} of {num_parts}"
+            log(f"== pretrain/{what}: raw cache (read_margin {margin})")
+            parts = {} if k is None else {"num_parts": num_parts, "part": k}
+            build_pretrain_source(
+                cfg if k is None else part_cfg,
+                source,
+                tokenizer_path=model,
+                out_dir=raw_dir,
+                read_margin=margin,
+                **parts,
             )
         else:
-            out_dir = layout.sft_dir(root, source)
-            log(f"== sft/{source}: curated copy")
+            log(f"== sft/{source}: raw cache")
+            log(format_summary(build_sft_source(cfg, source, tokenizer_path=model, out_dir=raw_dir), raw_dir))
+    log("== curate: duplicates and contaminated spans of every raw cache")
+    raw_dirs = sorted(raw_dir for *_, raw_dir, _ in caches)
+    curate(cfg, cache_dir=root, raw_dirs=raw_dirs, tokenizer_path=model, num_threads=_threads())
+    for family, source, k, raw_dir, out_dir in caches:
+        decisions = layout.decisions_path(root, family, source, None if k is None else layout.part_name(k))
+        log(f"== {family}/{source}{'' if k is None else f' part {k}'}: curated copy")
+        if family == "pretrain":
+            shard_bytes = cfg["pretrain"]["shard_bytes"]
+            meta = apply_pretrain(raw_dir, out_dir, decisions, shard_bytes=shard_bytes, settings=settings(cfg))
+        else:
             meta = apply_sft(raw_dir, out_dir, decisions, settings=settings(cfg))
         if is_built(meta):
-            log(f"wrote {out_dir}: train {meta.get('train_tokens'):,} tokens, val {meta.get('val_tokens'):,} tokens")
+            log(f"wrote {out_dir}: train {meta['train_tokens']:,} tokens, val {meta['val_tokens']:,} tokens")
+    for source in parted:
+        log(f"== pretrain/{source}: merging {num_parts} parts")
+        out_dir = layout.pretrain_dir(root, source)
+        merge_pretrain_parts(f"{out_dir}/{layout.PARTS_DIR}", out_dir, num_parts=num_parts, source=source)
+
+
+def _part_dir(root: str, source: str, k: int) -> str:
+    return f"{layout.pretrain_dir(root, source)}/{layout.PARTS_DIR}/{layout.part_name(k)}"
 
 
 def _certify(cfg: dict, root: str, model: str) -> None:

@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 
 from niels_gpt.cache.cli import main
 from niels_gpt.command_line import run_cli
+from tests.support.build_all import build_all_like_workflow, differing
 
 SMALL = {
     "tokenizer": {"vocab_size": 500, "sample_chars": 120_000},
@@ -119,15 +118,6 @@ def test_build_all_keeps_an_existing_tokenizer_unless_told_to_retrain(
     assert meta["trained_on"]["sample_chars_cap"] == 60_000
 
 
-def sha256_tree(root: Path, *parts: str) -> dict[str, str]:
-    """{path under root: sha256} of every file under root/parts... (not Snakemake's .snakemake_timestamp
-    marker in a directory() output)."""
-    base = root.joinpath(*parts)
-    files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
-    files = [p for p in files if p.name != ".snakemake_timestamp"]
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-
-
 CURATED = (  # what build-all and the workflow both write, compared byte for byte
     ("curation", "raw"),
     ("curation", "decisions"),
@@ -141,27 +131,18 @@ CURATED = (  # what build-all and the workflow both write, compared byte for byt
 )
 
 
-def test_build_all_writes_the_workflows_bytes(workflow_demo_build, tmp_path, isolated_hf_cache, monkeypatch, capsys):
+def test_build_all_writes_the_workflows_bytes(workflow_demo_build, tmp_path, isolated_hf_cache, capsys):
     """The workflow's demo build (tests/workflow's session build: config.yaml + overrides.yaml, 4 pretrain
     sources with gutenberg enabled, dedup.read_margin 0.25) built again by build-all with its tokenizer:
     the raw caches, curation files, curated caches, streams and certificate are the same bytes."""
-    workflow = workflow_demo_build / "cache"
     cache = tmp_path / "cache"
-    shutil.copytree(workflow / "tokenizer", cache / "tokenizer")
-    monkeypatch.chdir(workflow_demo_build)  # the demo's relative inputs (notes/, gutenberg_raw/)
-    overrides = (workflow_demo_build / "overrides.yaml").read_text()
-    args = ["build-all", "--cache-dir", str(cache), "--config-file", "config.yaml", "--spec", overrides]
-    assert run_cli(main, args) == 0, capsys.readouterr().err
+    build_all_like_workflow(workflow_demo_build, cache)
     err = capsys.readouterr().err
     for stage in ("== pretrain/roam: raw cache", "== curate", "== sft/primer: curated copy", "== certificate"):
         assert stage in err
-    ours, theirs = {}, {}
-    for parts in CURATED:
-        ours.update(sha256_tree(cache, *parts))
-        theirs.update(sha256_tree(workflow, *parts))
+    ours, differ = differing(cache, workflow_demo_build / "cache", CURATED)
     assert len(ours) > 40 and any(k.startswith("pretrain/gutenberg/train/") for k in ours)
-    assert sorted(ours) == sorted(theirs)
-    assert {k for k in ours if ours[k] != theirs[k]} == set()
+    assert differ == []
 
 
 def test_build_all_no_curation_writes_the_loaders_caches(tmp_path, isolated_hf_cache, tiny_tokenizer_path, capsys):
