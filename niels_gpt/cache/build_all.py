@@ -19,9 +19,9 @@ The raw and curated caches, curation files, streams and certificate are byte-ide
 of the same config and tokenizer (tests/cache/test_build_all.py compares them with the workflow's demo
 build). With pretrain.num_parts > 1 the enabled streamed sources are built, curated and merged part by
 part, as the workflow's part jobs do. `--no-curation`: the loaders write the pretrain and SFT caches
-directly (budgets exact, nothing removed, a source built whole whatever num_parts); no curation folder, no
-certificate. A certificate left by an earlier build is removed first, whatever the mode: it would describe
-other caches. Milestones go to stderr (niels_gpt.log).
+directly (budgets exact, nothing removed, a source built whole whatever num_parts); it writes no curation
+folder and no certificate. A certificate left by an earlier build is removed first, whatever the mode: it
+would describe other caches. Milestones go to stderr (niels_gpt.log).
 """
 
 from __future__ import annotations
@@ -78,11 +78,10 @@ def run(args) -> int:
     else:
         log(f"tokenizer: keeping {model} (--retrain-tokenizer to train again)")
     _remove_certificate(root)
-    if not args.no_curation:
-        _check_benchmarks(cfg)
     if args.no_curation:
         _build_uncurated(cfg, root, model)
     else:
+        _check_benchmarks(cfg)
         _build_curated(cfg, root, model)
     for source in cfg["streams"]["enabled_sources"]:
         log(f"== streams/{source}")
@@ -143,12 +142,8 @@ def _build_curated(cfg: dict, root: str, model: str) -> None:
     parted = [s for s in STREAMED_SOURCES if num_parts > 1 and cfg["sources"][s]["enabled"]]  # PARTED_SOURCES
     caches = []  # (family, source, part index or None, raw folder, curated folder), as rules/curation.smk names them
     for s in PRETRAIN_SOURCES:
-        if s in parted:
-            for k in range(num_parts):
-                part = f"{layout.PARTS_DIR}/{layout.part_name(k)}"
-                caches.append(("pretrain", s, k, f"{layout.pretrain_dir(raw_root, s)}/{part}", _part_dir(root, s, k)))
-        else:
-            caches.append(("pretrain", s, None, layout.pretrain_dir(raw_root, s), layout.pretrain_dir(root, s)))
+        for k in range(num_parts) if s in parted else [None]:
+            caches.append(("pretrain", s, k, _pretrain_dir(raw_root, s, k), _pretrain_dir(root, s, k)))
     caches += [("sft", s, None, layout.sft_dir(raw_root, s), layout.sft_dir(root, s)) for s in SFT_SOURCES]
     margin = cfg["dedup"]["read_margin"]
     # a raw part is written in the default shard size, as the pretrain_part job (whose spec leaves out
@@ -189,8 +184,10 @@ def _build_curated(cfg: dict, root: str, model: str) -> None:
         merge_pretrain_parts(f"{out_dir}/{layout.PARTS_DIR}", out_dir, num_parts=num_parts, source=source)
 
 
-def _part_dir(root: str, source: str, k: int) -> str:
-    return f"{layout.pretrain_dir(root, source)}/{layout.PARTS_DIR}/{layout.part_name(k)}"
+def _pretrain_dir(root: str, source: str, k: int | None) -> str:
+    """The cache folder of a source built whole (k None), or of its part k."""
+    whole = layout.pretrain_dir(root, source)
+    return whole if k is None else f"{whole}/{layout.PARTS_DIR}/{layout.part_name(k)}"
 
 
 def _certify(cfg: dict, root: str, model: str) -> None:
