@@ -166,6 +166,25 @@ def test_build_all_no_curation_writes_the_loaders_caches(tmp_path, isolated_hf_c
     assert not (cache / "curation").exists() and not stale.exists()
 
 
+def test_build_all_without_decontamination_writes_a_certificate_that_does_not_hold(
+    tmp_path, isolated_hf_cache, tiny_tokenizer_path, capsys
+):
+    """decontamination.enabled false: duplicates still go, the train splits keep the val text, and the
+    certificate says so (holds: false) without failing the build, as the workflow's certificate job does."""
+    cache = tmp_path / "cache"
+    (cache / "tokenizer").mkdir(parents=True)
+    shutil.copy(tiny_tokenizer_path, cache / "tokenizer" / "spm.model")
+    args = ["build-all", "--cache-dir", str(cache), "--demo", "--set=decontamination.enabled=false"]
+    args += ["--set=streams.enabled_sources=[]", "--set=streams.required_sources=[]"]
+    args += [f"--set=sources.fineweb_edu.{k}={v}" for k, v in (("max_train_tokens", 5000), ("max_val_tokens", 500))]
+    args += ["--set=sources.wikitext.max_train_tokens=5000", "--set=sources.roam.max_train_tokens=5000"]
+    assert run_cli(main, args) == 0, capsys.readouterr().err
+    assert "the certificate does not hold" in capsys.readouterr().err
+    certificate = json.loads((cache / "report" / "certificate.json").read_text())
+    assert certificate["holds"] is False and any(p["shared_ngrams"] for p in certificate["pairs"])
+    assert certificate["curation"]["settings"]["decontamination"]["enabled"] is False
+
+
 @pytest.mark.parametrize(
     "name, text, expected",
     [
