@@ -71,6 +71,17 @@ def demo_cache(tmp_path_factory, tiny_tokenizer_path, isolated_hf_cache):
 
 
 @pytest.fixture(scope="session")
+def workflow_demo_build(tmp_path_factory):
+    """The workflow's demo build (tests/workflow/test_workflow.py: make_workdir, `snakemake cache/all`), run
+    once per session: the workflow tests (`built`) and build-all's byte-identity test read it, never change it."""
+    from tests.workflow.test_workflow import make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path_factory.mktemp("wf"))
+    snakemake(workdir, "-j2", "cache/all")
+    return workdir
+
+
+@pytest.fixture(scope="session")
 def hub_root(tmp_path_factory):
     """(root, layouts): every hub repository the config can name, small (HubSizes()), under root."""
     root = tmp_path_factory.mktemp("hub")

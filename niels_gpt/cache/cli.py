@@ -1,10 +1,10 @@
 """Command-line entry point: `python -m niels_gpt.cache.cli COMMAND --help`.
 
 Build commands (the Snakemake rules call them; `build-all` runs them all in one process for users
-without Snakemake): build-tokenizer, build-pretrain, merge-pretrain, build-sft, build-sft-primer,
-build-streams, build-all. Read-only commands over a built cache: verify, info, inspect; the report's
-figures and the train/val leakage audit: report-figures, leakage. Each stage package registers its own
-commands; configuration flags are explained in niels_gpt.command_line.
+without Snakemake, curated unless --no-curation): build-tokenizer, build-pretrain, merge-pretrain, build-sft,
+build-sft-primer, build-streams, curate, apply-curation, certify, build-all. Read-only commands over a built
+cache: verify, info, inspect; the report's figures and the train/val leakage audit: report-figures, leakage.
+Each stage package registers its own commands; configuration flags are explained in niels_gpt.command_line.
 """
 
 from __future__ import annotations

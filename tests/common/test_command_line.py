@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -101,14 +102,16 @@ def test_ctrl_c_exits_130_and_leaves_no_cache_that_looks_complete(tmp_path, tiny
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    building = [
-        line.split("/", 1)[1].strip() for line in lines + err.splitlines(True) if line.startswith("== pretrain/")
+    building = [  # "== pretrain/fineweb_edu: raw cache (read_margin 0.1)": the raw build curation reads
+        re.match(r"== pretrain/(\w+): raw cache", line).group(1)
+        for line in lines + err.splitlines(True)
+        if line.startswith("== pretrain/")
     ]
     assert proc.returncode == 130, err[-2000:]
     assert err.rstrip().endswith("interrupted") and "Traceback" not in err
-    interrupted = cache / "pretrain" / building[-1]
-    published = [p for p in interrupted.rglob("shard_*.bin") if RESUME_DIR not in p.parts]  # the checkpoint stays
-    assert not (interrupted / "meta.json").exists() and not published
+    for interrupted in (cache / "curation" / "raw" / "pretrain" / building[-1], cache / "pretrain" / building[-1]):
+        published = [p for p in interrupted.rglob("shard_*.bin") if RESUME_DIR not in p.parts]  # checkpoint stays
+        assert not (interrupted / "meta.json").exists() and not published
     assert (cache / "tokenizer" / "meta.json").exists()  # what finished before stays
 
 

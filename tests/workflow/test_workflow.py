@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from niels_gpt import layout
+from tests.support.build_all import build_all_like_workflow, differing
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -145,11 +146,10 @@ def artifact_hashes(cache: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """The demo build every test shares. Read-only: a test that changes anything uses copy_of_built."""
-    workdir = make_workdir(tmp_path_factory.mktemp("wf"))
-    snakemake(workdir, "-j2", "cache/all")
-    return workdir
+def built(workflow_demo_build) -> Path:
+    """The demo build every test shares (built once per session: tests/conftest.py, which build-all's
+    byte-identity test reads too). Read-only: a test that changes anything uses copy_of_built."""
+    return workflow_demo_build
 
 
 @pytest.fixture
@@ -443,10 +443,10 @@ def test_num_parts_splits_only_the_enabled_stream_sources(tmp_path):
     assert (jobs["pretrain_part"], jobs["pretrain_merge"], jobs["pretrain"]) == (3, 1, 3)  # a disabled source: one job
 
 
-def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_of_built, capsys):
+def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_of_built, tmp_path, capsys):
     """pretrain.num_parts: 2 for real: both streamed sources (two data files each) as two part jobs and a
-    merge that writes a manifest, the merged caches verify; a part rebuilt reruns the merge; a part of another
-    source is refused by the merge."""
+    merge that writes a manifest, the merged caches verify, and build-all writes the same bytes; a part
+    rebuilt reruns the merge; a part of another source is refused by the merge."""
     from niels_gpt.cache.cli import main
     from niels_gpt.command_line import run_cli
 
@@ -480,6 +480,16 @@ def test_num_parts_builds_parts_merges_them_and_refuses_a_mismatched_part(copy_o
             "part_001",
         }
     assert all(status == "ok" for _, status, _ in verify_all(cache)), verify_all(cache)
+    # build-all, the same config in one process: the same parts, curation files and manifests
+    build_all_like_workflow(wf, tmp_path / "build_all", parts)
+    trees = [("curation", "summary.json"), ("curation", "waived_ngrams.npy"), ("curation", "decisions", "sft")]
+    trees += [("curation", "decisions", "pretrain", f"{source}.json") for source in ("wikitext", "roam")]
+    for source in ("fineweb_edu", "gutenberg"):  # (decisions/pretrain/{source}.json: the num_parts=1 build's)
+        trees += [("curation", "decisions", "pretrain", source), ("curation", "raw", "pretrain", source, "parts")]
+        trees += [("pretrain", source)]
+    ours, differ = differing(tmp_path / "build_all", cache, trees)
+    assert len(ours) > 30 and differ == [], "\n".join(differ)
+    capsys.readouterr()
 
     # a part rebuilt: its outputs are the merge's inputs, so the merge (and only it) runs again
     snakemake(wf, "-j1", "-f", "cache/pretrain/fineweb_edu/parts/part_001/meta.json", extra_config=parts)
