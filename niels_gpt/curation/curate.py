@@ -203,27 +203,62 @@ def _scan_chunks(s: RawSplit):
     return doc_chunks(s.sequence(), s.meta["eot_id"], SCAN_TOKENS)
 
 
-def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int) -> None:
+def _count_train_units(
+    s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int
+) -> list[np.ndarray]:
     """Add to `counts` (per key of `index`) how many units of this train split hold each key, up to what
     `_boilerplate` needs: a key whose count already exceeds `limit` is waived whatever follows, so the scan
     stops counting it (the threads may see that a chunk late, which only counts more). The waived set is
-    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort."""
+    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort.
+    Returns, per chunk of `_scan_chunks(s)`, the units (numbered in the chunk, ascending) that an n-gram of
+    `index` not yet over the limit touches (`_touched_units`): `_decontaminate` scans only those again (a key
+    over the limit is waived, so no other unit can hold a protected n-gram; a key seen over it late only
+    adds units)."""
     over = counts > limit
 
     def work(chunk):
         _, ids, starts = chunk
         h = rolling_hashes(ids, n)
         if not len(h):
-            return np.zeros(0, np.int64)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         key = index.key_ids(h)
         pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
-        live = ~over[key[pos]]
-        pos = pos[live]
-        return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1)
+        pos = pos[~over[key[pos]]]
+        return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1), _touched_units(pos, starts, n)
 
-    for keys in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
+    touched_units = []
+    for keys, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
         counts += np.bincount(keys, minlength=len(index))
         over[keys] = counts[keys] > limit
+        touched_units.append(touched)
+    return touched_units
+
+
+def _touched_units(pos: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """The units (ascending; they begin at `starts`) holding a position of an n-gram that starts at `pos`."""
+    if not len(pos):
+        return np.zeros(0, dtype=np.int64)
+    first = np.searchsorted(starts, pos, side="right") - 1
+    last = np.searchsorted(starts, pos + (n - 1), side="right") - 1
+    depth = np.bincount(first, minlength=len(starts) + 1) - np.bincount(last + 1, minlength=len(starts) + 1)
+    return np.flatnonzero(np.cumsum(depth[:-1]) > 0)
+
+
+def _gather_units(ids: np.ndarray, bounds: np.ndarray, units: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the tokens of `units` (ascending), each run of consecutive units as it is in `ids` and one `gap` id
+    after each run; the start of every unit in them). `bounds`: each unit's start, then the end of the last.
+    With a special id as `gap`, an n-gram holding no special never crosses a gap: the gathered n-grams that
+    hold no special are exactly those of the runs."""
+    if not len(units):
+        return ids[:0], np.zeros(0, dtype=np.int64)
+    ends = np.flatnonzero(np.append(units[1:] != units[:-1] + 1, True))  # last unit of each run
+    begins = np.concatenate(([0], ends[:-1] + 1))
+    lo, hi = bounds[units[begins]], bounds[units[ends] + 1]
+    gap_ids = np.array([gap], dtype=ids.dtype)
+    out = np.concatenate([x for a, b in zip(lo.tolist(), hi.tolist()) for x in (ids[a:b], gap_ids)])
+    run_at = np.concatenate(([0], np.cumsum(hi - lo + 1)[:-1]))  # where each run begins in `out`
+    run_of = np.repeat(np.arange(len(lo)), ends - begins + 1)
+    return out, bounds[units] - lo[run_of] + run_at[run_of]
 
 
 def _side_counts(index, sides) -> np.ndarray:
@@ -261,27 +296,42 @@ def _release_freed_memory() -> None:
         pass
 
 
-def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
+def _decontaminate(
+    s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int, touched: list | None = None
+) -> dict:
     """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
     Chunks are scanned and cut (decontaminate.unit_pieces) on the `pool`'s threads (numpy releases the GIL),
-    results taken in order."""
+    results taken in order. `touched` (from `_count_train_units`, over an index holding this one's keys):
+    per chunk, the units that can hold a protected n-gram; only they are scanned (gathered, `_gather_units`),
+    so the scan's cost follows the matching text, not the split. The same cuts either way: an n-gram's
+    units are all touched, so every protected n-gram of the chunk is one of the gathered runs'."""
     cuts = {}
     chunks = _scan_chunks(s)
     pretrain, eot = s.family == "pretrain", s.meta.get("eot_id")
+    gap = int(np.flatnonzero(specials)[0]) if specials.any() else None
 
-    def work(chunk):
-        _, ids, starts = chunk
+    def work(item):
+        (_, ids, starts), units = item
+        n_units, ends = len(starts), np.append(starts[1:], len(ids))
+        if units is not None and gap is not None:
+            sizes = (ends - starts)[units]
+            ids, starts = _gather_units(ids, np.append(starts, len(ids)), units, gap)
+            ends = starts + sizes
+        else:
+            units = None
         mask = covered(ids, index, n, specials)
         hit = np.flatnonzero(np.add.reduceat(mask, starts) > 0) if mask.any() else np.zeros(0, dtype=np.int64)
+        a, b = starts[hit], ends[hit]
+        hit = hit if units is None else units[hit]  # numbered in the chunk
         if not pretrain or not len(hit):
-            return len(starts), hit, None
-        a, b = starts[hit], np.append(starts[1:], len(ids))[hit]
+            return n_units, hit, None
         b = b - (ids[b - 1] == eot)  # the pieces are text; each gets its own eot
         unit, lo, hi = unit_pieces(mask, a, b, min_piece)
-        return len(starts), hit, (np.bincount(unit, minlength=len(hit)), lo.tolist(), hi.tolist())
+        return n_units, hit, (np.bincount(unit, minlength=len(hit)), lo.tolist(), hi.tolist())
 
     first = 0
-    for n_units, hit, pieces in _bounded_map(pool, work, chunks, depth=depth):
+    items = zip(chunks, touched, strict=True) if touched is not None else ((c, None) for c in chunks)
+    for n_units, hit, pieces in _bounded_map(pool, work, items, depth=depth):
         at = 0
         for j, k in enumerate(hit.tolist()):
             count = int(pieces[0][j]) if pieces else 0
@@ -386,11 +436,13 @@ def curate(
         counts = _side_counts(index, sides) if limit is not None else None
         del sides  # the scans below hold the index and the counts, not the val n-grams
         _release_freed_memory()
+        touched = {}  # per train split: the units each scan chunk's n-grams of the index touch
         if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
             with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
-                for s in splits:
+                for no, s in enumerate(splits):
                     if s.split == "train":
-                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads), counts, limit)
+                        depth = 2 * max(1, num_threads)
+                        touched[no] = _count_train_units(s, index, n, specials, pool, depth, counts, limit)
             waived = _boilerplate(index, counts, limit)
             if len(waived):
                 index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
@@ -405,7 +457,15 @@ def curate(
                 if s.split != "train":
                     continue
                 cuts = _decontaminate(
-                    s, reason_of[no], index, n, specials, xcfg["min_piece_tokens"], pool, 2 * max(1, num_threads)
+                    s,
+                    reason_of[no],
+                    index,
+                    n,
+                    specials,
+                    xcfg["min_piece_tokens"],
+                    pool,
+                    2 * max(1, num_threads),
+                    touched.get(no),
                 )
                 for u, kept in cuts.items():
                     if kept:
