@@ -36,7 +36,14 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
-from niels_gpt.curation.decontaminate import CONTAMINATION, covered, protected_index, special_table, unit_pieces
+from niels_gpt.curation.decontaminate import (
+    CONTAMINATION,
+    Unwaived,
+    covered,
+    protected_index,
+    special_table,
+    unit_pieces,
+)
 from niels_gpt.curation.dedup import (
     EXACT,
     KEEP,
@@ -228,7 +235,7 @@ def _count_train_units(
 
     touched_units = []
     for keys, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
-        counts += np.bincount(keys, minlength=len(index))
+        keys = _add_sorted(counts, keys)
         over[keys] = counts[keys] > limit
         touched_units.append(touched)
     return touched_units
@@ -261,6 +268,18 @@ def _gather_units(ids: np.ndarray, bounds: np.ndarray, units: np.ndarray, gap: i
     return out, bounds[units] - lo[run_of] + run_at[run_of]
 
 
+def _add_sorted(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Add to `counts` how often each key of `keys` (ascending) occurs; return the distinct keys. Its cost
+    follows the keys, not `counts`: a bincount as long as the index (5 M keys at full size) per scan chunk
+    took more than the scan."""
+    if not len(keys):
+        return keys
+    first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+    distinct = keys[first]
+    counts[distinct] += np.diff(np.append(first, len(keys)))
+    return distinct
+
+
 def _side_counts(index, sides) -> np.ndarray:
     """Per key of `index`: how many distinct units of the protected sides (val units, benchmark texts) hold it.
     A side is counted VAL_BLOCK n-grams at a time, cut between units (a (key, unit) pair never spans two)."""
@@ -272,8 +291,8 @@ def _side_counts(index, sides) -> np.ndarray:
             if hi < len(h):  # back to the start of the unit at hi, or on to the end of a unit longer than a block
                 start = int(np.searchsorted(units, units[hi], side="left"))
                 hi = start if start > lo else int(np.searchsorted(units, units[lo], side="right"))
-            keys = np.searchsorted(index.keys, h[lo:hi])
-            counts += np.bincount(_distinct_units(keys, units[lo:hi]), minlength=len(index))
+            keys = index.key_ids(h[lo:hi])  # all members: the hash table, ~10x faster than a binary search
+            _add_sorted(counts, _distinct_units(keys, units[lo:hi]))
             lo = hi
     return counts
 
@@ -445,7 +464,7 @@ def curate(
                         touched[no] = _count_train_units(s, index, n, specials, pool, depth, counts, limit)
             waived = _boilerplate(index, counts, limit)
             if len(waived):
-                index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
+                index = Unwaived(index, waived)
             del counts
             _release_freed_memory()
         log(

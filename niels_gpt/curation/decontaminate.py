@@ -41,6 +41,25 @@ def protected_index(hash_arrays: list[np.ndarray]) -> NgramIndex:
     return NgramIndex(sorted_unique(np.concatenate([np.zeros(0, np.uint64), *hash_arrays])))
 
 
+class Unwaived:
+    """An index less its `waived` keys (a subset of its keys), for `covered`: a hash is a member when the index
+    holds it and it is not waived. The same answers as an index built over the rest, without building one
+    and its hash table again (at full size ~2 s and 400 MB for 5 M keys)."""
+
+    def __init__(self, index: NgramIndex, waived: np.ndarray):
+        self.index = index
+        self.live = np.ones(len(index), dtype=bool)
+        self.live[np.searchsorted(index.keys, np.asarray(waived, dtype=np.uint64))] = False
+        self.size = int(self.live.sum())
+
+    def __len__(self) -> int:
+        return self.size
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        ids = self.index.key_ids(hashes)
+        return (ids >= 0) & self.live[ids]
+
+
 def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:
     """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` protects."""
     ids = np.asarray(ids)

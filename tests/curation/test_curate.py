@@ -469,3 +469,13 @@ def test_decontaminating_only_the_touched_units_gives_the_same_cuts(tmp_path, ti
     assert sum(len(t) for t in touched) < len(train)
     if scan_tokens == 40:
         assert any(len(t) == 0 for t in touched)
+
+
+def test_add_sorted_counts_each_key_and_returns_the_distinct_ones():
+    from niels_gpt.curation.curate import _add_sorted
+
+    counts = np.zeros(10, dtype=np.int64)
+    np.testing.assert_array_equal(_add_sorted(counts, np.array([1, 1, 4, 7, 7, 7])), [1, 4, 7])
+    np.testing.assert_array_equal(_add_sorted(counts, np.array([4, 9])), [4, 9])
+    assert len(_add_sorted(counts, np.zeros(0, dtype=np.int64))) == 0
+    assert counts.tolist() == [0, 2, 0, 0, 2, 0, 0, 3, 0, 1]
