@@ -116,8 +116,9 @@ class WordTable:
         starts[0] = True
         first = np.flatnonzero(starts)
         length = np.diff(np.append(first, len(ids)))
-        chars = np.add.reduceat(self.length[ids], first)
-        keep = chars > 0
+        chars = np.zeros(len(ids) + 1, dtype=np.int64)  # characters before each position (reduceat: 4x slower)
+        np.cumsum(self.length[ids], out=chars[1:])
+        keep = chars[first + length] > chars[first]
         first, length = first[keep], length[keep]
         # Horner's rule over the words' tokens, longest words first: step k folds token k of every word
         # longer than k (a prefix of the sorted words), so the work is one multiply-add per token.
