@@ -67,12 +67,15 @@ def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) ->
     h = rolling_hashes(ids, n)
     if not len(h) or not len(index):
         return out
-    hit = index.contains(h) & ~windows_touching(specials[ids], n)
-    if not hit.any():
+    starts = np.flatnonzero(index.contains(h) & ~windows_touching(specials[ids], n))
+    if len(starts) * n <= len(ids):  # few: mark the n positions of each
+        for k in range(n):
+            out[starts + k] = True
         return out
-    count = np.concatenate(([0], np.cumsum(hit)))  # position p is covered by a hit start in [p-n+1, p]
-    p = np.arange(len(ids))
-    return count[np.minimum(p + 1, len(hit))] - count[np.maximum(p - n + 1, 0).clip(max=len(hit))] > 0
+    depth = np.zeros(len(ids) + 1, dtype=np.int64)  # many: +1 where an n-gram starts, -1 past its end
+    depth[starts] = 1
+    depth[starts + n] -= 1
+    return np.cumsum(depth[:-1]) > 0
 
 
 def kept_pieces(mask: np.ndarray, min_piece: int) -> list[tuple[int, int]]:

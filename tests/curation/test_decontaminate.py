@@ -74,3 +74,20 @@ def test_unwaived_answers_as_an_index_of_the_keys_left():
     protected = protected_index([unit_ngrams(ids, 3, special_table([]))])
     mask = covered(ids, Unwaived(protected, protected.keys), 3, special_table([]))
     assert not mask.any() and covered(ids, Unwaived(protected, waived[:0]), 3, special_table([])).all()
+
+
+@pytest.mark.parametrize("protect", [1, 5, 150])
+def test_covered_marks_every_position_of_each_protected_ngram_few_or_many(protect):
+    """Few matching n-grams (each marked position by position) or many (a running sum): the same rule."""
+    rng = np.random.default_rng(protect)
+    n = 4
+    ids = rng.integers(4, 9, 300).astype(np.uint16)
+    ids[rng.integers(0, 300, 6)] = EOT
+    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1) if EOT not in ids[i : i + n]]
+    chosen = [grams[i] for i in rng.choice(len(grams), protect, replace=False)]
+    index = protected_index([rolling_hashes(np.array(g, dtype=np.uint16), n) for g in chosen])
+    want = np.zeros(len(ids), dtype=bool)
+    for i in range(len(ids) - n + 1):
+        if tuple(ids[i : i + n]) in set(chosen):
+            want[i : i + n] = True
+    np.testing.assert_array_equal(covered(ids, index, n, SPECIALS), want)
