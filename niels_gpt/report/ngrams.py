@@ -170,10 +170,8 @@ class NgramIndex:
             for lo in range(0, len(hashes), CHUNK_POSITIONS):
                 out[lo : lo + CHUNK_POSITIONS] = self.key_ids(hashes[lo : lo + CHUNK_POSITIONS])
             return out
-        where = np.arange(len(hashes))
-        for table, multiplier in zip(self._filters, (None, FILTER2_MULTIPLIER)):
-            keep = self._passes(table, self._slots(hashes[where], multiplier))
-            where = where[keep]
+        where = np.flatnonzero(self._passes(self._filters[0], self._slots(hashes, None)))
+        where = where[self._passes(self._filters[1], self._slots(hashes[where], FILTER2_MULTIPLIER))]
         out[where] = self._table().key_ids(hashes[where])
         return out
 
