@@ -68,6 +68,7 @@ REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
 VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
 SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
+PAIRS_KEPT = 1 << 22  # (key, unit) pairs of a split kept from the count for the second scan (8 bytes each)
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
@@ -196,10 +197,16 @@ def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np
 
 def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
     """The key of every distinct (key, unit) pair."""
+    return _distinct_pairs(keys, units)[0]
+
+
+def _distinct_pairs(keys: np.ndarray, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, units) of the distinct (key, unit) pairs, by key then unit."""
     if not len(keys):
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     width = int(units.max()) + 1  # one int64 per pair: a 1-D unique, far faster than unique rows
-    return sorted_unique(keys.astype(np.int64) * width + units) // width
+    code = sorted_unique(keys.astype(np.int64) * width + units)
+    return code // width, code % width
 
 
 def _scan_chunks(s: RawSplit):
@@ -212,33 +219,49 @@ def _scan_chunks(s: RawSplit):
 
 def _count_train_units(
     s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int
-) -> list[np.ndarray]:
+) -> list[np.ndarray | tuple[np.ndarray, np.ndarray]]:
     """Add to `counts` (per key of `index`) how many units of this train split hold each key, up to what
     `_boilerplate` needs: a key whose count already exceeds `limit` is waived whatever follows, so the scan
     stops counting it (the threads may see that a chunk late, which only counts more). The waived set is
     the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort.
-    Returns, per chunk of `_scan_chunks(s)`, the units (numbered in the chunk, ascending) that an n-gram of
-    `index` not yet over the limit touches (`_touched_units`): `_decontaminate` scans only those again (a key
-    over the limit is waived, so no other unit can hold a protected n-gram; a key seen over it late only
-    adds units)."""
+    Returns, per chunk of `_scan_chunks(s)`, what `_units_to_scan` needs to name the units `_decontaminate`
+    must scan again: the (key, unit) pairs counted (while the split's pairs kept stay under PAIRS_KEPT and no
+    counted n-gram spans two units), else the units that an n-gram not yet over the limit touches
+    (`_touched_units`; a key over the limit is waived, so no other unit can hold a protected n-gram)."""
     over = counts > limit
 
     def work(chunk):
         _, ids, starts = chunk
         h = rolling_hashes(ids, n)
         if not len(h):
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
         key = index.key_ids(h)
         pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
         pos = pos[~over[key[pos]]]
-        return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1), _touched_units(pos, starts, n)
+        unit = np.searchsorted(starts, pos, side="right") - 1
+        spans = bool((np.searchsorted(starts, pos + (n - 1), side="right") - 1 != unit).any())
+        pairs = _distinct_pairs(key[pos], unit)
+        return pairs[0], None if spans else pairs[1], _touched_units(pos, starts, n)
 
-    touched_units = []
-    for keys, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
-        keys = _add_sorted(counts, keys)
+    out, kept = [], 0
+    for keys, units, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
+        _add_sorted(counts, keys)
         over[keys] = counts[keys] > limit
-        touched_units.append(touched)
-    return touched_units
+        if units is not None and kept + len(keys) <= PAIRS_KEPT:
+            out.append((keys.astype(np.int32), units.astype(np.int32)))
+            kept += len(keys)
+        else:
+            out.append(touched)
+    return out
+
+
+def _units_to_scan(entry: np.ndarray | tuple[np.ndarray, np.ndarray], live: np.ndarray) -> np.ndarray:
+    """The units of a scan chunk that can hold a protected n-gram, from `_count_train_units`' entry for it:
+    the units of its pairs whose key is `live` (not waived), or the touched units it kept instead."""
+    if isinstance(entry, tuple):
+        keys, units = entry
+        return sorted_unique(units[live[keys]]).astype(np.int64)
+    return entry
 
 
 def _touched_units(pos: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
@@ -320,10 +343,10 @@ def _decontaminate(
 ) -> dict:
     """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
     Chunks are scanned and cut (decontaminate.unit_pieces) on the `pool`'s threads (numpy releases the GIL),
-    results taken in order. `touched` (from `_count_train_units`, over an index holding this one's keys):
-    per chunk, the units that can hold a protected n-gram; only they are scanned (gathered, `_gather_units`),
-    so the scan's cost follows the matching text, not the split. The same cuts either way: an n-gram's
-    units are all touched, so every protected n-gram of the chunk is one of the gathered runs'."""
+    results taken in order. `touched` (`_units_to_scan` of `_count_train_units`' entries): per chunk, the
+    units that can hold a protected n-gram; only they are scanned (gathered, `_gather_units`), so the scan's
+    cost follows the matching text, not the split. The same cuts either way: an n-gram's units are all
+    among them, so every protected n-gram of the chunk is one of the gathered runs'."""
     cuts = {}
     chunks = _scan_chunks(s)
     pretrain, eot = s.family == "pretrain", s.meta.get("eot_id")
@@ -455,7 +478,7 @@ def curate(
         counts = _side_counts(index, sides) if limit is not None else None
         del sides  # the scans below hold the index and the counts, not the val n-grams
         _release_freed_memory()
-        touched = {}  # per train split: the units each scan chunk's n-grams of the index touch
+        touched = {}  # per train split, per scan chunk: the units that can hold a protected n-gram
         if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
             with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
                 for no, s in enumerate(splits):
@@ -463,6 +486,9 @@ def curate(
                         depth = 2 * max(1, num_threads)
                         touched[no] = _count_train_units(s, index, n, specials, pool, depth, counts, limit)
             waived = _boilerplate(index, counts, limit)
+            live = counts <= limit
+            touched = {no: [_units_to_scan(t, live) for t in entries] for no, entries in touched.items()}
+            del live
             if len(waived):
                 index = Unwaived(index, waived)
             del counts

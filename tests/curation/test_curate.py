@@ -428,11 +428,15 @@ def test_gathered_units_hold_the_ngrams_of_their_runs_and_no_other(seed):
     assert (got == gap).sum() == len(runs)
 
 
+@pytest.mark.parametrize("pairs_kept", [0, 1 << 22])
 @pytest.mark.parametrize("scan_tokens", [40, 700, 1 << 19])
-def test_decontaminating_only_the_touched_units_gives_the_same_cuts(tmp_path, tiny_tokenizer, scan_tokens, monkeypatch):
+def test_decontaminating_only_the_touched_units_gives_the_same_cuts(
+    tmp_path, tiny_tokenizer, scan_tokens, pairs_kept, monkeypatch
+):
     """The second scan over the units the boilerplate count found touched (gathered) cuts exactly what the
     scan of every unit cuts: with units holding only waived n-grams, units holding nothing (whole chunks
-    with no hit at small scan chunks) and units holding val text."""
+    with no hit at small scan chunks) and units holding val text; named by the pairs the count kept, or
+    (none kept) by the units the n-grams not yet over the limit touched."""
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
@@ -453,9 +457,12 @@ def test_decontaminating_only_the_touched_units_gives_the_same_cuts(tmp_path, ti
     index = protected_index([sorted_unique(h) for h, _ in sides])
     counts = curate_module._side_counts(index, sides)
     monkeypatch.setattr(curate_module, "SCAN_TOKENS", scan_tokens)
+    monkeypatch.setattr(curate_module, "PAIRS_KEPT", pairs_kept)
     train_split = next(s for s in splits if s.split == "train")
     with ThreadPoolExecutor(2) as pool:
-        touched = curate_module._count_train_units(train_split, index, 13, specials, pool, 4, counts, 3)
+        entries = curate_module._count_train_units(train_split, index, 13, specials, pool, 4, counts, 3)
+        assert any(isinstance(e, tuple) and len(e[0]) for e in entries) == (pairs_kept > 0)
+        touched = [curate_module._units_to_scan(e, counts <= 3) for e in entries]
         waived = curate_module._boilerplate(index, counts, 3)
         assert len(waived)
         index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
