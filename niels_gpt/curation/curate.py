@@ -68,7 +68,7 @@ REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
 VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
 SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
-PAIRS_KEPT = 1 << 22  # (key, unit) pairs of a split kept from the count for the second scan (8 bytes each)
+PAIRS_KEPT = 1 << 21  # (key, unit) pairs of a split kept from the count for the second scan (8 bytes each)
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
