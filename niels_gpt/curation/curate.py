@@ -9,8 +9,9 @@ Steps (each unit is a pretrain document or an SFT example; raw.py gives the surv
  4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized; an
     n-gram held by more than `decontamination.max_ngram_units` distinct units (val, benchmark and train
     units together) is boilerplate ("Let me know if you have any other questions."), waived, not protected;
- 5. every train unit scanned against them: a pretrain document loses the covered spans (decontaminate.py),
-    an SFT example that holds one is removed;
+ 5. the train units that hold one (the count of step 4 names them: `_count_train_units`, `_units_to_scan`)
+    scanned against them: a pretrain document loses the covered spans (decontaminate.py), an SFT example
+    that holds one is removed;
  6. the train budgets, over what is left.
 Output: one decisions file per raw cache (`decisions_path`), read by its apply job, and a summary.
 Decisions file: {"format_version", "family", "source", "part", "splits": {split: {
