@@ -9,8 +9,9 @@ Steps (each unit is a pretrain document or an SFT example; raw.py gives the surv
  4. the protected n-grams: what is left of every val split (3) + the benchmark files, tokenized; an
     n-gram held by more than `decontamination.max_ngram_units` distinct units (val, benchmark and train
     units together) is boilerplate ("Let me know if you have any other questions."), waived, not protected;
- 5. every train unit scanned against them: a pretrain document loses the covered spans (decontaminate.py),
-    an SFT example that holds one is removed;
+ 5. the train units that hold one (the count of step 4 names them: `_count_train_units`, `_units_to_scan`)
+    scanned against them: a pretrain document loses the covered spans (decontaminate.py), an SFT example
+    that holds one is removed;
  6. the train budgets, over what is left.
 Output: one decisions file per raw cache (`decisions_path`), read by its apply job, and a summary.
 Decisions file: {"format_version", "family", "source", "part", "splits": {split: {
@@ -36,7 +37,14 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
-from niels_gpt.curation.decontaminate import CONTAMINATION, covered, protected_index, special_table, unit_pieces
+from niels_gpt.curation.decontaminate import (
+    CONTAMINATION,
+    Unwaived,
+    covered,
+    protected_index,
+    special_table,
+    unit_pieces,
+)
 from niels_gpt.curation.dedup import (
     EXACT,
     KEEP,
@@ -61,6 +69,7 @@ REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
 VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
 SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
+PAIRS_KEPT = 1 << 21  # (key, unit) pairs of a split kept from the count for the second scan (8 bytes each)
 
 
 def parse_raw_dir(cache_dir, folder) -> tuple[str, str, str | None]:
@@ -189,10 +198,16 @@ def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np
 
 def _distinct_units(keys: np.ndarray, units: np.ndarray) -> np.ndarray:
     """The key of every distinct (key, unit) pair."""
+    return _distinct_pairs(keys, units)[0]
+
+
+def _distinct_pairs(keys: np.ndarray, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, units) of the distinct (key, unit) pairs, by key then unit."""
     if not len(keys):
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     width = int(units.max()) + 1  # one int64 per pair: a 1-D unique, far faster than unique rows
-    return sorted_unique(keys.astype(np.int64) * width + units) // width
+    code = sorted_unique(keys.astype(np.int64) * width + units)
+    return code // width, code % width
 
 
 def _scan_chunks(s: RawSplit):
@@ -203,27 +218,90 @@ def _scan_chunks(s: RawSplit):
     return doc_chunks(s.sequence(), s.meta["eot_id"], SCAN_TOKENS)
 
 
-def _count_train_units(s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int) -> None:
+def _count_train_units(
+    s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int
+) -> list[np.ndarray | tuple[np.ndarray, np.ndarray]]:
     """Add to `counts` (per key of `index`) how many units of this train split hold each key, up to what
     `_boilerplate` needs: a key whose count already exceeds `limit` is waived whatever follows, so the scan
     stops counting it (the threads may see that a chunk late, which only counts more). The waived set is
-    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort."""
+    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort.
+    Returns, per chunk of `_scan_chunks(s)`, what `_units_to_scan` needs to name the units `_decontaminate`
+    must scan again: the (key, unit) pairs counted (while the split's pairs kept stay under PAIRS_KEPT and no
+    counted n-gram spans two units), else the units that an n-gram not yet over the limit touches
+    (`_touched_units`; a key over the limit is waived, so no other unit can hold a protected n-gram)."""
     over = counts > limit
 
     def work(chunk):
         _, ids, starts = chunk
         h = rolling_hashes(ids, n)
         if not len(h):
-            return np.zeros(0, np.int64)
+            return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
         key = index.key_ids(h)
         pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
-        live = ~over[key[pos]]
-        pos = pos[live]
-        return _distinct_units(key[pos], np.searchsorted(starts, pos, side="right") - 1)
+        pos = pos[~over[key[pos]]]
+        unit = np.searchsorted(starts, pos, side="right") - 1
+        spans = bool((np.searchsorted(starts, pos + (n - 1), side="right") - 1 != unit).any())
+        pairs = _distinct_pairs(key[pos], unit)
+        return pairs[0], None if spans else pairs[1], _touched_units(pos, starts, n)
 
-    for keys in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
-        counts += np.bincount(keys, minlength=len(index))
+    out, kept = [], 0
+    for keys, units, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
+        _add_sorted(counts, keys)
         over[keys] = counts[keys] > limit
+        if units is not None and kept + len(keys) <= PAIRS_KEPT:
+            out.append((keys.astype(np.int32), units.astype(np.int32)))
+            kept += len(keys)
+        else:
+            out.append(touched)
+    return out
+
+
+def _units_to_scan(entry: np.ndarray | tuple[np.ndarray, np.ndarray], live: np.ndarray) -> np.ndarray:
+    """The units of a scan chunk that can hold a protected n-gram, from `_count_train_units`' entry for it:
+    the units of its pairs whose key is `live` (not waived), or the touched units it kept instead."""
+    if isinstance(entry, tuple):
+        keys, units = entry
+        return sorted_unique(units[live[keys]]).astype(np.int64)
+    return entry
+
+
+def _touched_units(pos: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """The units (ascending; they begin at `starts`) holding a position of an n-gram that starts at `pos`."""
+    if not len(pos):
+        return np.zeros(0, dtype=np.int64)
+    first = np.searchsorted(starts, pos, side="right") - 1
+    last = np.searchsorted(starts, pos + (n - 1), side="right") - 1
+    depth = np.bincount(first, minlength=len(starts) + 1) - np.bincount(last + 1, minlength=len(starts) + 1)
+    return np.flatnonzero(np.cumsum(depth[:-1]) > 0)
+
+
+def _gather_units(ids: np.ndarray, bounds: np.ndarray, units: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the tokens of `units` (ascending), each run of consecutive units as it is in `ids` and one `gap` id
+    after each run; the start of every unit in them). `bounds`: each unit's start, then the end of the last.
+    With a special id as `gap`, an n-gram holding no special never crosses a gap: the gathered n-grams that
+    hold no special are exactly those of the runs."""
+    if not len(units):
+        return ids[:0], np.zeros(0, dtype=np.int64)
+    ends = np.flatnonzero(np.append(units[1:] != units[:-1] + 1, True))  # last unit of each run
+    begins = np.concatenate(([0], ends[:-1] + 1))
+    lo, hi = bounds[units[begins]], bounds[units[ends] + 1]
+    gap_ids = np.array([gap], dtype=ids.dtype)
+    out = np.concatenate([x for a, b in zip(lo.tolist(), hi.tolist()) for x in (ids[a:b], gap_ids)])
+    run_at = np.concatenate(([0], np.cumsum(hi - lo + 1)[:-1]))  # where each run begins in `out`
+    run_of = np.repeat(np.arange(len(lo)), ends - begins + 1)
+    return out, bounds[units] - lo[run_of] + run_at[run_of]
+
+
+def _add_sorted(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Add to `counts` how often each key of `keys` (ascending) occurs; return the distinct keys. Its cost
+    follows the keys, not `counts`: a bincount as long as the index (5 M keys at full size) per scan chunk
+    took more than the scan."""
+    if not len(keys):
+        return keys
+    first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+    distinct = keys[first]
+    counts[distinct] += np.diff(np.append(first, len(keys)))
+    return distinct
 
 
 def _side_counts(index, sides) -> np.ndarray:
@@ -237,8 +315,8 @@ def _side_counts(index, sides) -> np.ndarray:
             if hi < len(h):  # back to the start of the unit at hi, or on to the end of a unit longer than a block
                 start = int(np.searchsorted(units, units[hi], side="left"))
                 hi = start if start > lo else int(np.searchsorted(units, units[lo], side="right"))
-            keys = np.searchsorted(index.keys, h[lo:hi])
-            counts += np.bincount(_distinct_units(keys, units[lo:hi]), minlength=len(index))
+            keys = index.key_ids(h[lo:hi])  # all members: the hash table, ~10x faster than a binary search
+            _add_sorted(counts, _distinct_units(keys, units[lo:hi]))
             lo = hi
     return counts
 
@@ -261,27 +339,42 @@ def _release_freed_memory() -> None:
         pass
 
 
-def _decontaminate(s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int) -> dict:
+def _decontaminate(
+    s: RawSplit, removed: dict, index, n, specials, min_piece, pool, depth: int, touched: list | None = None
+) -> dict:
     """{unit: pieces} of the train split's kept units that hold protected n-grams ([] = drop it whole).
     Chunks are scanned and cut (decontaminate.unit_pieces) on the `pool`'s threads (numpy releases the GIL),
-    results taken in order."""
+    results taken in order. `touched` (`_units_to_scan` of `_count_train_units`' entries): per chunk, the
+    units that can hold a protected n-gram; only they are scanned (gathered, `_gather_units`), so the scan's
+    cost follows the matching text, not the split. The same cuts either way: an n-gram's units are all
+    among them, so every protected n-gram of the chunk is one of the gathered runs'."""
     cuts = {}
     chunks = _scan_chunks(s)
     pretrain, eot = s.family == "pretrain", s.meta.get("eot_id")
+    gap = int(np.flatnonzero(specials)[0]) if specials.any() else None
 
-    def work(chunk):
-        _, ids, starts = chunk
+    def work(item):
+        (_, ids, starts), units = item
+        n_units, ends = len(starts), np.append(starts[1:], len(ids))
+        if units is not None and gap is not None:
+            sizes = (ends - starts)[units]
+            ids, starts = _gather_units(ids, np.append(starts, len(ids)), units, gap)
+            ends = starts + sizes
+        else:
+            units = None
         mask = covered(ids, index, n, specials)
         hit = np.flatnonzero(np.add.reduceat(mask, starts) > 0) if mask.any() else np.zeros(0, dtype=np.int64)
+        a, b = starts[hit], ends[hit]
+        hit = hit if units is None else units[hit]  # numbered in the chunk
         if not pretrain or not len(hit):
-            return len(starts), hit, None
-        a, b = starts[hit], np.append(starts[1:], len(ids))[hit]
+            return n_units, hit, None
         b = b - (ids[b - 1] == eot)  # the pieces are text; each gets its own eot
         unit, lo, hi = unit_pieces(mask, a, b, min_piece)
-        return len(starts), hit, (np.bincount(unit, minlength=len(hit)), lo.tolist(), hi.tolist())
+        return n_units, hit, (np.bincount(unit, minlength=len(hit)), lo.tolist(), hi.tolist())
 
     first = 0
-    for n_units, hit, pieces in _bounded_map(pool, work, chunks, depth=depth):
+    items = zip(chunks, touched, strict=True) if touched is not None else ((c, None) for c in chunks)
+    for n_units, hit, pieces in _bounded_map(pool, work, items, depth=depth):
         at = 0
         for j, k in enumerate(hit.tolist()):
             count = int(pieces[0][j]) if pieces else 0
@@ -386,14 +479,19 @@ def curate(
         counts = _side_counts(index, sides) if limit is not None else None
         del sides  # the scans below hold the index and the counts, not the val n-grams
         _release_freed_memory()
+        touched = {}  # per train split, per scan chunk: the units that can hold a protected n-gram
         if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
             with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
-                for s in splits:
+                for no, s in enumerate(splits):
                     if s.split == "train":
-                        _count_train_units(s, index, n, specials, pool, 2 * max(1, num_threads), counts, limit)
+                        depth = 2 * max(1, num_threads)
+                        touched[no] = _count_train_units(s, index, n, specials, pool, depth, counts, limit)
             waived = _boilerplate(index, counts, limit)
+            live = counts <= limit
+            touched = {no: [_units_to_scan(t, live) for t in entries] for no, entries in touched.items()}
+            del live
             if len(waived):
-                index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
+                index = Unwaived(index, waived)
             del counts
             _release_freed_memory()
         log(
@@ -405,7 +503,15 @@ def curate(
                 if s.split != "train":
                     continue
                 cuts = _decontaminate(
-                    s, reason_of[no], index, n, specials, xcfg["min_piece_tokens"], pool, 2 * max(1, num_threads)
+                    s,
+                    reason_of[no],
+                    index,
+                    n,
+                    specials,
+                    xcfg["min_piece_tokens"],
+                    pool,
+                    2 * max(1, num_threads),
+                    touched.get(no),
                 )
                 for u, kept in cuts.items():
                     if kept:

@@ -41,6 +41,25 @@ def protected_index(hash_arrays: list[np.ndarray]) -> NgramIndex:
     return NgramIndex(sorted_unique(np.concatenate([np.zeros(0, np.uint64), *hash_arrays])))
 
 
+class Unwaived:
+    """An index less its `waived` keys (a subset of its keys), for `covered`: a hash is a member when the index
+    holds it and it is not waived. The same answers as an index built over the rest, without building one
+    and its hash table again (at full size ~2 s and 400 MB for 5 M keys)."""
+
+    def __init__(self, index: NgramIndex, waived: np.ndarray):
+        self.index = index
+        self.live = np.ones(len(index), dtype=bool)
+        self.live[np.searchsorted(index.keys, np.asarray(waived, dtype=np.uint64))] = False
+        self.size = int(self.live.sum())
+
+    def __len__(self) -> int:
+        return self.size
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        ids = self.index.key_ids(hashes)
+        return (ids >= 0) & self.live[ids]
+
+
 def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:
     """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` protects."""
     ids = np.asarray(ids)
@@ -48,12 +67,15 @@ def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) ->
     h = rolling_hashes(ids, n)
     if not len(h) or not len(index):
         return out
-    hit = index.contains(h) & ~windows_touching(specials[ids], n)
-    if not hit.any():
+    starts = np.flatnonzero(index.contains(h) & ~windows_touching(specials[ids], n))
+    if len(starts) * n <= len(ids):  # few: mark the n positions of each
+        for k in range(n):
+            out[starts + k] = True
         return out
-    count = np.concatenate(([0], np.cumsum(hit)))  # position p is covered by a hit start in [p-n+1, p]
-    p = np.arange(len(ids))
-    return count[np.minimum(p + 1, len(hit))] - count[np.maximum(p - n + 1, 0).clip(max=len(hit))] > 0
+    depth = np.zeros(len(ids) + 1, dtype=np.int64)  # many: +1 where an n-gram starts, -1 past its end
+    depth[starts] = 1
+    depth[starts + n] -= 1
+    return np.cumsum(depth[:-1]) > 0
 
 
 def kept_pieces(mask: np.ndarray, min_piece: int) -> list[tuple[int, int]]:

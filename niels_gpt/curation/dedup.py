@@ -54,7 +54,9 @@ def doc_keys(
     first at 0; a document's eot, if any, is inside its range and holds no word)."""
     n_docs = len(doc_starts)
     words, first_token = table.word_hashes(ids, doc_starts)
-    word_doc = np.searchsorted(doc_starts, first_token, side="right") - 1
+    # the document of each position: documents begun up to it, less one (a binary search per word: 2x slower)
+    begun = np.bincount(np.asarray(doc_starts, dtype=np.int64), minlength=len(ids) + 1)[: len(ids)]
+    word_doc = (np.cumsum(begun, out=begun) - 1)[first_token]
     word_starts = np.searchsorted(word_doc, np.arange(n_docs))
     exact = _ordered_sum(words, word_doc, word_starts, n_docs)
     grams, gram_doc = shingle_hashes(words, word_doc, n_docs, shingle_words)

@@ -46,10 +46,8 @@ def shingle_hashes(words: np.ndarray, word_doc: np.ndarray, n_docs: int, k: int)
     if len(short):
         first = np.searchsorted(word_doc, short)
         whole = np.array([_sequence_hash(words[a : a + c]) for a, c in zip(first, counts[short])], dtype=np.uint64)
-        grams = np.concatenate([grams, whole])
-        gram_doc = np.concatenate([gram_doc, short])
-        order = np.argsort(gram_doc, kind="stable")
-        grams, gram_doc = grams[order], gram_doc[order]
+        at = np.searchsorted(gram_doc, short)  # a short document has no other shingle: put in its place
+        grams, gram_doc = np.insert(grams, at, whole), np.insert(gram_doc, at, short)
     return grams, gram_doc
 
 

@@ -170,10 +170,8 @@ class NgramIndex:
             for lo in range(0, len(hashes), CHUNK_POSITIONS):
                 out[lo : lo + CHUNK_POSITIONS] = self.key_ids(hashes[lo : lo + CHUNK_POSITIONS])
             return out
-        where = np.arange(len(hashes))
-        for table, multiplier in zip(self._filters, (None, FILTER2_MULTIPLIER)):
-            keep = self._passes(table, self._slots(hashes[where], multiplier))
-            where = where[keep]
+        where = np.flatnonzero(self._passes(self._filters[0], self._slots(hashes, None)))
+        where = where[self._passes(self._filters[1], self._slots(hashes[where], FILTER2_MULTIPLIER))]
         out[where] = self._table().key_ids(hashes[where])
         return out
 
@@ -204,8 +202,9 @@ class HashTable:
         pending, pos = ids, self._home(keys[ids])
         while len(pending):
             free = np.flatnonzero(self.table[pos] == 0)
-            _, first = np.unique(pos[free], return_index=True)
-            won = free[first]  # one key per free slot this round
+            claim = pending[free].astype(self.ids.dtype)  # the ids' own type: the fast ufunc.at loop (20x)
+            np.maximum.at(self.ids, pos[free], claim)  # one key per free slot this round: the last
+            won = free[self.ids[pos[free]] == claim]  # (np.unique's sort took 4x the whole build)
             self.table[pos[won]] = keys[pending[won]]
             self.ids[pos[won]] = pending[won]
             left = np.ones(len(pending), dtype=bool)

@@ -392,3 +392,97 @@ def test_decisions_and_waived_set_do_not_depend_on_threads_or_scan_chunks(
     assert all(s == seen[0] for s in seen)
     decisions = json.loads(seen[0][0])["splits"]["train"]
     assert decisions["counts"]["exact_duplicate"]["units"] >= 11 and len(np.load(files[1])) > 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_touched_units_are_the_units_an_ngram_start_reaches(seed):
+    from niels_gpt.curation.curate import _touched_units
+
+    rng = np.random.default_rng(seed)
+    size, n = 300, 13
+    starts = np.concatenate(([0], np.sort(rng.choice(np.arange(1, size), 40, replace=False))))
+    pos = np.sort(rng.choice(size - n + 1, rng.integers(0, 12), replace=False))
+    unit_of = np.searchsorted(starts, np.arange(size), side="right") - 1
+    want = sorted({int(unit_of[p + i]) for p in pos for i in range(n)})
+    assert _touched_units(pos, starts, n).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_gathered_units_hold_the_ngrams_of_their_runs_and_no_other(seed):
+    from niels_gpt.curation.curate import _gather_units
+    from niels_gpt.curation.decontaminate import special_table, unit_ngrams
+
+    rng = np.random.default_rng(seed)
+    n, gap = 5, 4
+    ids = rng.integers(10, 14, 400).astype(np.uint16)  # 4 ids: many repeated n-grams
+    bounds = np.concatenate(([0], np.sort(rng.choice(np.arange(1, 400), 30, replace=False)), [400]))
+    units = np.sort(rng.choice(30, rng.integers(0, 20), replace=False))
+    got, at = _gather_units(ids, bounds, units, gap)
+    for j, u in enumerate(units):
+        np.testing.assert_array_equal(got[at[j] : at[j] + bounds[u + 1] - bounds[u]], ids[bounds[u] : bounds[u + 1]])
+    runs = np.split(units, np.flatnonzero(np.diff(units) != 1) + 1) if len(units) else []
+    specials = special_table([gap])
+    want = [unit_ngrams(ids[bounds[r[0]] : bounds[r[-1] + 1]], n, specials) for r in runs]
+    want = np.sort(np.concatenate([np.zeros(0, np.uint64), *want]))
+    np.testing.assert_array_equal(np.sort(unit_ngrams(got, n, specials)), want)
+    assert (got == gap).sum() == len(runs)
+
+
+@pytest.mark.parametrize("pairs_kept", [0, 1 << 22])
+@pytest.mark.parametrize("scan_tokens", [40, 700, 1 << 19])
+def test_decontaminating_only_the_touched_units_gives_the_same_cuts(
+    tmp_path, tiny_tokenizer, scan_tokens, pairs_kept, monkeypatch
+):
+    """The second scan over the units the boilerplate count found touched (gathered) cuts exactly what the
+    scan of every unit cuts: with units holding only waived n-grams, units holding nothing (whole chunks
+    with no hit at small scan chunks) and units holding val text; named by the pairs the count kept, or
+    (none kept) by the units the n-grams not yet over the limit touched."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from niels_gpt.curation import curate as curate_module
+    from niels_gpt.curation.decontaminate import protected_index, special_table
+    from niels_gpt.curation.raw import ordered_splits
+    from niels_gpt.report.ngrams import sorted_unique
+
+    phrase = "let me know if you would like another example of this kind of thing today"
+    val = [DOCS[0] + " " + phrase, DOCS[1]]
+    quote = " ".join(DOCS[1].split()[40:80])
+    train = [f"{DOCS[i]} {phrase}" for i in range(2, 8)] + [DOCS[8], f"{DOCS[9]} {quote} {DOCS[10]}", DOCS[11]]
+    train += [f"{quote} {DOCS[3]}", f"{DOCS[4]} {phrase} {quote}", DOCS[10]]
+    folder = _pretrain(tmp_path, "wikitext", train, val, tiny_tokenizer)
+    splits = ordered_splits({("pretrain", "wikitext", None): Path(folder)}, None)
+    specials = special_table(tiny_tokenizer.special_ids.values())
+    sides = [curate_module._val_hashes(s, set(), None, 13, specials) for s in splits if s.split == "val"]
+    index = protected_index([sorted_unique(h) for h, _ in sides])
+    counts = curate_module._side_counts(index, sides)
+    monkeypatch.setattr(curate_module, "SCAN_TOKENS", scan_tokens)
+    monkeypatch.setattr(curate_module, "PAIRS_KEPT", pairs_kept)
+    train_split = next(s for s in splits if s.split == "train")
+    with ThreadPoolExecutor(2) as pool:
+        entries = curate_module._count_train_units(train_split, index, 13, specials, pool, 4, counts, 3)
+        assert any(isinstance(e, tuple) and len(e[0]) for e in entries) == (pairs_kept > 0)
+        touched = [curate_module._units_to_scan(e, counts <= 3) for e in entries]
+        waived = curate_module._boilerplate(index, counts, 3)
+        assert len(waived)
+        index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
+        args = (train_split, {1: 1}, index, 13, specials, 13, pool, 4)
+        everything = curate_module._decontaminate(*args)
+        only_touched = curate_module._decontaminate(*args, touched)
+    assert only_touched == everything
+    assert {7, 9, 10} <= set(everything)  # the quotes of val text
+    assert not {1, 6, 8, 11} & set(everything)  # removed (1), no val text (6, 8, 11)
+    assert len({0, 2, 3, 4, 5} & set(everything)) < 5  # only the waived phrase (a chance n-gram at its edge aside)
+    assert sum(len(t) for t in touched) < len(train)
+    if scan_tokens == 40:
+        assert any(len(t) == 0 for t in touched)
+
+
+def test_add_sorted_counts_each_key_and_returns_the_distinct_ones():
+    from niels_gpt.curation.curate import _add_sorted
+
+    counts = np.zeros(10, dtype=np.int64)
+    np.testing.assert_array_equal(_add_sorted(counts, np.array([1, 1, 4, 7, 7, 7])), [1, 4, 7])
+    np.testing.assert_array_equal(_add_sorted(counts, np.array([4, 9])), [4, 9])
+    assert len(_add_sorted(counts, np.zeros(0, dtype=np.int64))) == 0
+    assert counts.tolist() == [0, 2, 0, 0, 2, 0, 0, 3, 0, 1]

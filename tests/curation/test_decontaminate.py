@@ -56,3 +56,38 @@ def test_unit_pieces_are_kept_pieces_of_every_unit_at_once(seed):
         for j, s, e in zip(unit.tolist(), starts.tolist(), ends.tolist()):
             got[j].append((s, e))
         assert got == [kept_pieces(mask[lo:hi], min_piece) for lo, hi in chosen]
+
+
+def test_unwaived_answers_as_an_index_of_the_keys_left():
+    from niels_gpt.curation.decontaminate import Unwaived
+
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64)
+    index = protected_index([keys])
+    waived = index.keys[rng.random(len(index)) < 0.3]
+    rest = protected_index([np.setdiff1d(index.keys, waived)])
+    less = Unwaived(index, waived)
+    probe = np.concatenate([keys, waived, rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64)])
+    assert len(less) == len(rest) == len(index) - len(waived) and 0 < len(waived)
+    np.testing.assert_array_equal(less.contains(probe), rest.contains(probe))
+    ids = np.array([5, 9, 12, 9, 14] * 4, dtype=np.uint16)
+    protected = protected_index([unit_ngrams(ids, 3, special_table([]))])
+    mask = covered(ids, Unwaived(protected, protected.keys), 3, special_table([]))
+    assert not mask.any() and covered(ids, Unwaived(protected, waived[:0]), 3, special_table([])).all()
+
+
+@pytest.mark.parametrize("protect", [1, 5, 150])
+def test_covered_marks_every_position_of_each_protected_ngram_few_or_many(protect):
+    """Few matching n-grams (each marked position by position) or many (a running sum): the same rule."""
+    rng = np.random.default_rng(protect)
+    n = 4
+    ids = rng.integers(4, 9, 300).astype(np.uint16)
+    ids[rng.integers(0, 300, 6)] = EOT
+    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1) if EOT not in ids[i : i + n]]
+    chosen = [grams[i] for i in rng.choice(len(grams), protect, replace=False)]
+    index = protected_index([rolling_hashes(np.array(g, dtype=np.uint16), n) for g in chosen])
+    want = np.zeros(len(ids), dtype=bool)
+    for i in range(len(ids) - n + 1):
+        if tuple(ids[i : i + n]) in set(chosen):
+            want[i : i + n] = True
+    np.testing.assert_array_equal(covered(ids, index, n, SPECIALS), want)

@@ -95,3 +95,18 @@ def test_signature_files_band_by_band_decide_as_whole_signatures_in_memory(tiny_
     assert (removed == (on_disk[0] == 2)).all()
     assert (survivor[removed] == on_disk[1][removed]).all()
     assert not list(tmp_path.iterdir())  # the band files are gone
+
+
+def test_a_documents_keys_are_its_own_whatever_is_around_it(tiny_tokenizer):
+    """Each document keyed in a batch (short ones, ones without a word, one not starting the chunk's first
+    word) gets the keys it gets alone."""
+    table = WordTable.from_tokenizer(tiny_tokenizer)
+    texts = ["the cat sat", "...", "one two three four five six seven eight", "", "a", "x y z w v u"]
+    ids, starts = _encode(tiny_tokenizer, texts)
+    keys, sig = doc_keys(table, ids, starts, shingle_words=5, num_bins=64)
+    bounds = np.append(starts, len(ids))
+    for i in range(len(texts)):
+        one = ids[bounds[i] : bounds[i + 1]]
+        k, s = doc_keys(table, one, np.array([0]), shingle_words=5, num_bins=64)
+        assert keys[i] == k[0] and (sig[i] == s[0]).all()
+    assert keys[1] == 0 and keys[3] == 0 and len({int(x) for x in keys}) == 5

@@ -52,3 +52,18 @@ def test_candidate_pairs_link_each_copy_to_the_first_and_its_predecessor():
     keys = np.array([[5, 0], [5, 0], [5, 1], [0, 1], [7, 0]], dtype=np.uint64)
     pairs = candidate_pairs(keys)
     assert pairs.tolist() == [[0, 1], [0, 2], [1, 2], [2, 3]]
+
+
+def test_shingles_of_many_documents_are_each_ones_own_in_order():
+    """Short documents (fewer than k words, one shingle each) and empty ones among long ones: the shingles of
+    a batch are every document's own, document by document."""
+    rng = np.random.default_rng(4)
+    lengths = [0, 3, 9, 1, 0, 4, 5, 12, 2, 0, 7, 1]
+    words = [rng.integers(1, 1 << 50, n).astype(np.uint64) for n in lengths]
+    doc = np.concatenate([np.full(n, i) for i, n in enumerate(lengths)])
+    grams, gram_doc = shingle_hashes(np.concatenate(words), doc, len(lengths), 5)
+    assert np.all(np.diff(gram_doc) >= 0)
+    for i, w in enumerate(words):
+        alone, _ = shingle_hashes(w, np.zeros(len(w), dtype=np.int64), 1, 5)
+        np.testing.assert_array_equal(grams[gram_doc == i], alone)
+        assert len(alone) == (0 if not len(w) else max(1, len(w) - 4))
