@@ -25,6 +25,12 @@ SMALL = {
 SMALL_MARGIN = 0.05
 
 
+# The demo at small budgets and no byte streams (the tests below need only the token caches).
+SMALL_DEMO = ["--set=streams.enabled_sources=[]", "--set=streams.required_sources=[]"]
+SMALL_DEMO += [f"--set=sources.fineweb_edu.{k}={v}" for k, v in (("max_train_tokens", 5000), ("max_val_tokens", 500))]
+SMALL_DEMO += ["--set=sources.wikitext.max_train_tokens=5000", "--set=sources.roam.max_train_tokens=5000"]
+
+
 def test_build_all_demo_builds_every_cache_and_verifies(tmp_path, isolated_hf_cache, capsys):
     config = tmp_path / "small.yaml"
     config.write_text(yaml.safe_dump(SMALL))
@@ -154,9 +160,7 @@ def test_build_all_no_curation_writes_the_loaders_caches(tmp_path, isolated_hf_c
     stale.parent.mkdir()
     stale.write_text("{}")
     args = ["build-all", "--cache-dir", str(cache), "--demo", "--no-curation"]
-    args += ["--set=streams.enabled_sources=[]", "--set=streams.required_sources=[]"]
-    args += [f"--set=sources.fineweb_edu.{k}={v}" for k, v in (("max_train_tokens", 5000), ("max_val_tokens", 500))]
-    args += ["--set=sources.wikitext.max_train_tokens=5000", "--set=sources.roam.max_train_tokens=5000"]
+    args += SMALL_DEMO
     assert run_cli(main, args) == 0, capsys.readouterr().err
     assert "(not curated)" in capsys.readouterr().err
     fineweb = json.loads((cache / "pretrain" / "fineweb_edu" / "meta.json").read_text())
@@ -175,9 +179,7 @@ def test_build_all_without_decontamination_writes_a_certificate_that_does_not_ho
     (cache / "tokenizer").mkdir(parents=True)
     shutil.copy(tiny_tokenizer_path, cache / "tokenizer" / "spm.model")
     args = ["build-all", "--cache-dir", str(cache), "--demo", "--set=decontamination.enabled=false"]
-    args += ["--set=streams.enabled_sources=[]", "--set=streams.required_sources=[]"]
-    args += [f"--set=sources.fineweb_edu.{k}={v}" for k, v in (("max_train_tokens", 5000), ("max_val_tokens", 500))]
-    args += ["--set=sources.wikitext.max_train_tokens=5000", "--set=sources.roam.max_train_tokens=5000"]
+    args += SMALL_DEMO
     assert run_cli(main, args) == 0, capsys.readouterr().err
     assert "the certificate does not hold" in capsys.readouterr().err
     certificate = json.loads((cache / "report" / "certificate.json").read_text())
