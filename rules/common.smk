@@ -10,6 +10,7 @@ import sys
 
 from niels_gpt import keep, layout, run_summary
 from niels_gpt.config import ConfigError, prepare_config, replace_mixtures
+from niels_gpt.data.registry import STREAMED_SOURCES
 
 
 # A mixture given with --config replaces the one in config.yaml (Snakemake would merge them key by key).
@@ -118,6 +119,4 @@ CHAIN_PRIORITY = 20
 
 def build_priority(wildcards):
     """The raw builds: on the chain; a streamed source (the longest build) first."""
-    from niels_gpt.data.registry import STREAMED_SOURCES
-
     return CHAIN_PRIORITY + (5 if wildcards.source in STREAMED_SOURCES else 0)

@@ -102,34 +102,32 @@ rule report_streams:
 # the gate (a new leakage.max_fraction re-runs the join alone, never a scan). The token part comes from the
 # certificate's scan (rules/curation.smk: one scan of the curated train splits for both); the byte streams
 # are not curated, so their part (leakage_space) runs as soon as the streams exist, beside the builds.
-LEAKAGE_TOKENS_PART = LEAKAGE_PART.format(space="tokens")
+LEAKAGE_TOKENS_PART, LEAKAGE_BYTES_PART = (LEAKAGE_PART.format(space=space) for space in ("tokens", "bytes"))
 
 
 rule leakage_space:
     input:
         STREAM_TARGETS,
     output:
-        json=LEAKAGE_PART,
-    wildcard_constraints:
-        space="bytes",
+        json=LEAKAGE_BYTES_PART,
     params:
-        spec=lambda wc: config_spec("cache_dir", f"leakage.n_{wc.space}", "leakage.top_units"),
+        spec=config_spec("cache_dir", "leakage.n_bytes", "leakage.top_units"),
         format_version=REPORT_FORMAT_VERSION,
     threads: 2
     conda:
         "../environment.yml"
     log:
-        f"{CACHE}/logs/report/leakage_{{space}}.log",
+        f"{CACHE}/logs/report/leakage_bytes.log",
     benchmark:
-        f"{CACHE}/benchmarks/report/leakage_{{space}}.tsv"
+        f"{CACHE}/benchmarks/report/leakage_bytes.tsv"
     shell:
-        "{sys.executable} -m niels_gpt.cache.cli leakage --space {wildcards.space} --out {output.json}"
+        "{sys.executable} -m niels_gpt.cache.cli leakage --space bytes --out {output.json}"
         " --num-threads {threads} --spec {params.spec:q} > {log} 2>&1"
 
 
 rule leakage:
     input:
-        parts=expand(LEAKAGE_PART, space=("tokens", "bytes")),
+        parts=[LEAKAGE_TOKENS_PART, LEAKAGE_BYTES_PART],
     output:
         json=LEAKAGE_JSON,
     params:

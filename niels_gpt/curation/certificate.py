@@ -24,12 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from niels_gpt.atomic import atomic_write_json, atomic_write_text
-from niels_gpt.curation.benchmarks import benchmark_texts
-from niels_gpt.curation.curate import CURATION_FORMAT_VERSION
+from niels_gpt.curation.curate import CURATION_FORMAT_VERSION, benchmark_hashes
 from niels_gpt.log import log as log_line
 from niels_gpt.report.corpora import find_splits
 from niels_gpt.report.leakage import part_of_scan, scan_space
-from niels_gpt.report.ngrams import rolling_hashes, sorted_unique
+from niels_gpt.report.ngrams import sorted_unique
 
 
 class CertificateError(ValueError):
@@ -62,7 +61,7 @@ def certify(
     splits, skipped = find_splits(cache_dir, spaces=("tokens",))
     tokenizer = SentencePieceTokenizer(tokenizer_path)
     names = [f"benchmark {path}" for path in benchmarks]
-    bench = [_benchmark_hashes(tokenizer, path, n, num_threads) for path in benchmarks]
+    bench = [sorted_unique(h) for h, _ in benchmark_hashes(benchmarks, tokenizer, n, log)]
     scan = scan_space(splits, n, num_threads=num_threads, log=log, extra=bench)
     sides = [(f"{side.split.name} val", sorted_unique(side.key_of)) for side in scan.sides]
     sides += list(zip(names, scan.extra_keys))
@@ -104,13 +103,6 @@ def certify(
     else:
         log(f"certificate holds: 0 shared {n}-grams in {len(trains)} train splits against {len(sides)} protected texts")
     return result
-
-
-def _benchmark_hashes(tokenizer, path: str, n: int, num_threads: int) -> np.ndarray:
-    """The distinct n-gram hashes of one benchmark file's texts, tokenized with the project tokenizer."""
-    ids = tokenizer.encode_batch_arrays(benchmark_texts(path), num_threads=num_threads)
-    h = [rolling_hashes(np.asarray(x, dtype=np.uint16), n) for x in ids]
-    return sorted_unique(np.concatenate([np.zeros(0, np.uint64), *h]))
 
 
 CSS = (

@@ -183,7 +183,7 @@ def _cut_at_budget(gone: np.ndarray, budget: int) -> None:
         before += len(kept)
 
 
-def _benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np.ndarray, np.ndarray]]:
+def benchmark_hashes(paths: list[str], tokenizer, n: int, log) -> list[tuple[np.ndarray, np.ndarray]]:
     """(hashes, text of each) per benchmark file."""
     out = []
     for path in paths:
@@ -473,7 +473,7 @@ def curate(
         sides = [
             _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
         ]
-        sides += _benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
+        sides += benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
         index = protected_index([sorted_unique(h) for h, _ in sides])  # each side's repeats dropped first
         limit = xcfg["max_ngram_units"]
         counts = _side_counts(index, sides) if limit is not None else None
