@@ -100,6 +100,7 @@ REPORT_FIGURES = {
     "leakage": ("leakage.svg", "leakage_table.html"),
 }
 LEAKAGE_JSON = "leakage.json"
+LEAKAGE_SPACES = ("tokens", "bytes")  # the audit's spaces: token ids (pretrain, SFT), bytes (the streams)
 LEAKAGE_PART = "leakage_{space}.json"  # one space's part of the audit (tokens, bytes), joined into LEAKAGE_JSON
 
 PathLike = str | os.PathLike

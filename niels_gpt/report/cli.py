@@ -16,7 +16,6 @@ from niels_gpt import layout
 from niels_gpt.command_line import add_config_args, add_tokenizer_arg, resolve_config, tokenizer_path
 from niels_gpt.log import log
 from niels_gpt.report.job import FIGURE_FAMILIES
-from niels_gpt.report.leakage import SPACES
 
 LEAKAGE_DOC = (
     "Train/val leakage audit: for every val split, the share of its n-grams (13 tokens; 50 bytes for the "
@@ -41,7 +40,10 @@ def register(sub) -> None:
     p.add_argument("--num-threads", type=int, default=2, help=THREADS_HELP)
     step = p.add_mutually_exclusive_group()
     step.add_argument(
-        "--space", choices=SPACES, default=None, help="audit only this space and write its part (--out required)"
+        "--space",
+        choices=layout.LEAKAGE_SPACES,
+        default=None,
+        help="audit only this space and write its part (--out required)",
     )
     step.add_argument(
         "--parts", nargs="+", metavar="PART", default=None, help="join the spaces' parts into leakage.json"

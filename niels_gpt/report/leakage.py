@@ -36,13 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from niels_gpt.layout import REPORT_FORMAT_VERSION
+from niels_gpt.layout import LEAKAGE_SPACES, REPORT_FORMAT_VERSION
 from niels_gpt.log import log as log_line
 from niels_gpt.log import progress
 from niels_gpt.report.corpora import Split, excerpt, find_splits
 from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, scan_matches, sorted_unique, windows_touching
 
-SPACES = ("tokens", "bytes")
+SPACES = LEAKAGE_SPACES
 DIGITS = 6  # fractions are rounded in the JSON: stable text, far finer than any figure shows
 VAL_CHUNK = 1 << 20  # val positions hashed at once (~60 bytes of temporaries each)
 
