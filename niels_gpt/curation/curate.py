@@ -37,9 +37,9 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
+from niels_gpt.curation.compiled import CompiledIndex
 from niels_gpt.curation.decontaminate import (
     CONTAMINATION,
-    Unwaived,
     covered,
     protected_index,
     special_table,
@@ -230,15 +230,14 @@ def _count_train_units(
     counted n-gram spans two units), else the units that an n-gram not yet over the limit touches
     (`_touched_units`; a key over the limit is waived, so no other unit can hold a protected n-gram)."""
     over = counts > limit
+    scanner = index.with_skip(over)  # a key counted past the limit answers -1 (`over` changes in place)
 
     def work(chunk):
         _, ids, starts = chunk
-        h = rolling_hashes(ids, n)
-        if not len(h):
+        key = scanner.ngram_key_ids(ids, n, specials)
+        if not len(key):
             return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
-        key = index.key_ids(h)
-        pos = np.flatnonzero((key >= 0) & ~windows_touching(specials[ids], n))
-        pos = pos[~over[key[pos]]]
+        pos = np.flatnonzero(key >= 0)
         unit = np.searchsorted(starts, pos, side="right") - 1
         spans = bool((np.searchsorted(starts, pos + (n - 1), side="right") - 1 != unit).any())
         pairs = _distinct_pairs(key[pos], unit)
@@ -315,7 +314,7 @@ def _side_counts(index, sides) -> np.ndarray:
             if hi < len(h):  # back to the start of the unit at hi, or on to the end of a unit longer than a block
                 start = int(np.searchsorted(units, units[hi], side="left"))
                 hi = start if start > lo else int(np.searchsorted(units, units[lo], side="right"))
-            keys = index.key_ids(h[lo:hi])  # all members: the hash table, ~10x faster than a binary search
+            keys = index.key_ids(h[lo:hi])  # all members
             _add_sorted(counts, _distinct_units(keys, units[lo:hi]))
             lo = hi
     return counts
@@ -474,7 +473,7 @@ def curate(
             _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
         ]
         sides += benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
-        index = protected_index([sorted_unique(h) for h, _ in sides])  # each side's repeats dropped first
+        index = CompiledIndex(protected_index([sorted_unique(h) for h, _ in sides]))  # each side's repeats first
         limit = xcfg["max_ngram_units"]
         counts = _side_counts(index, sides) if limit is not None else None
         del sides  # the scans below hold the index and the counts, not the val n-grams
@@ -489,9 +488,8 @@ def curate(
             waived = _boilerplate(index, counts, limit)
             live = counts <= limit
             touched = {no: [_units_to_scan(t, live) for t in entries] for no, entries in touched.items()}
-            del live
             if len(waived):
-                index = Unwaived(index, waived)
+                index = index.with_skip(~live)
             del counts
             _release_freed_memory()
         log(

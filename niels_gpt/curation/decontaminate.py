@@ -61,13 +61,16 @@ class Unwaived:
 
 
 def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:
-    """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` protects."""
+    """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` protects (an
+    NgramIndex, Unwaived, or compiled.CompiledIndex: one compiled pass instead of the hashes and lookups)."""
     ids = np.asarray(ids)
     out = np.zeros(len(ids), dtype=bool)
-    h = rolling_hashes(ids, n)
-    if not len(h) or not len(index):
+    if len(ids) < n or not len(index):
         return out
-    starts = np.flatnonzero(index.contains(h) & ~windows_touching(specials[ids], n))
+    if hasattr(index, "ngram_key_ids"):
+        starts = np.flatnonzero(index.ngram_key_ids(ids, n, specials) >= 0)
+    else:
+        starts = np.flatnonzero(index.contains(rolling_hashes(ids, n)) & ~windows_touching(specials[ids], n))
     if len(starts) * n <= len(ids):  # few: mark the n positions of each
         for k in range(n):
             out[starts + k] = True

@@ -1,0 +1,243 @@
+"""Compiled loops (numba) for curation's two passes over every train token: the documents' keys, and the
+token n-grams looked up among the protected ones.
+
+Both passes were whole-array numpy: about ten passes over a chunk per token for the keys (words, their
+hashes, shingles, bins), and for the lookups a rolling hash, two filters and a hash table probed in rounds.
+A loop that reads each token once does the same arithmetic on values held in registers; at full size
+(433 M train tokens) that was most of `curate`'s CPU time. Measured in benchmarks/bench_dedup.py and
+benchmarks/bench_curation_scan.py against the numpy definitions, which stay beside them as the reference the
+tests compare with (dedup.doc_keys_reference, report/ngrams.py's rolling_hashes + NgramIndex.key_ids).
+
+Every value is the numpy path's, bit for bit (uint64 arithmetic wraps mod 2**64 the same way), so the
+decisions do not change. The loops release the GIL (curate runs chunks on a thread pool) and are cached on
+disk after the first compile (numba's cache beside this file, or the user's cache folder where this one is
+read-only); where neither can be written they are compiled once per process (~1 s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from niels_gpt.report.ngrams import BASE as NGRAM_BASE
+from niels_gpt.report.ngrams import FILTER2_MULTIPLIER, NgramIndex, _power
+
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)  # words.mix64's constants
+_S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_ONE, _THREE, _SEVEN = np.uint64(1), np.uint64(3), np.uint64(7)
+TABLE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # slot = top bits of key * this (odd)
+_NO_MASK = np.zeros(0, dtype=np.bool_)
+
+
+def _jit(fn):
+    """njit without the GIL, cached on disk where numba finds a writable place (else compiled per process)."""
+    try:
+        return njit(nogil=True, cache=True)(fn)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return njit(nogil=True)(fn)
+
+
+@njit(inline="always")
+def _mix64(h):
+    h = h ^ (h >> _S30)
+    h = h * _M1
+    h = h ^ (h >> _S27)
+    h = h * _M2
+    return h ^ (h >> _S31)
+
+
+@njit(inline="always")
+def _add_shingle(sig, d, s, num_bins):
+    """One-permutation MinHash: the shingle hash `s` (finalized) to its bin of document `d`, min of low 32 bits."""
+    b = ((s >> _S32) * num_bins) >> _S32
+    v = np.uint32(s & _LOW32)
+    if v < sig[d, b]:
+        sig[d, b] = v
+
+
+@_jit
+def doc_keys_into(ids, doc_starts, word_start, g, power, length, k, position, exact, sig):
+    """dedup.doc_keys in one pass over `ids`: per document, its exact key (into `exact`) and MinHash bins (into
+    `sig`, (documents, bins) uint32 filled with EMPTY). Per token: the word's hash h = h * B^len + g (words.py's
+    H, Horner over pieces); per word: mix64, the ordered sum's term, the shingle's rolling hash over the last
+    `k` words (report/ngrams.py's polynomial) and its bin."""
+    n_docs = len(doc_starts)
+    num_bins = np.uint64(sig.shape[1])
+    ring = np.zeros(k, dtype=np.uint64)
+    base = NGRAM_BASE
+    base_k = np.uint64(1)
+    for _ in range(k):
+        base_k = base_k * base
+    for d in range(n_docs):
+        a = doc_starts[d]
+        b = doc_starts[d + 1] if d + 1 < n_docs else len(ids)
+        n_words = 0
+        total = np.uint64(0)
+        shingle = np.uint64(0)
+        word = np.uint64(0)
+        chars = 0
+        for p in range(a, b + 1):
+            if p == b or p == a or word_start[ids[p]]:
+                if chars > 0:  # a word ends: it counts if it kept a character
+                    w = _mix64(word)
+                    total += _mix64(w + np.uint64(n_words) * position)
+                    slot = n_words % k
+                    shingle = shingle * base + w
+                    if n_words >= k:
+                        shingle -= ring[slot] * base_k
+                    ring[slot] = w
+                    n_words += 1
+                    if n_words >= k:
+                        _add_shingle(sig, d, _mix64(shingle), num_bins)
+                if p == b:
+                    break
+                word = np.uint64(0)
+                chars = 0
+            t = ids[p]
+            word = word * power[t] + g[t]
+            chars += length[t]
+        if 0 < n_words < k:  # a short document: one shingle, its whole word sequence
+            _add_shingle(sig, d, _mix64(shingle), num_bins)
+        if n_words == 0:
+            exact[d] = 0
+        else:
+            key = _mix64(total ^ _mix64(np.uint64(n_words)))
+            exact[d] = key if key != 0 else np.uint64(1)
+
+
+@njit(inline="always")
+def _passes(table, h, shift):
+    s = h >> shift
+    return (table[s >> _THREE] >> np.uint8(s & _SEVEN)) & np.uint8(1)
+
+
+@njit(inline="always")
+def _probe(slots, h, shift, mask, zero_id):
+    """Position of key `h` in the index's keys, or -1 (slots: (size, 2) of key, id; key 0 kept apart)."""
+    if h == 0:
+        return zero_id
+    p = (h * TABLE_MULTIPLIER) >> shift
+    while True:
+        v = slots[p, 0]
+        if v == h:
+            return np.int64(slots[p, 1])
+        if v == 0:
+            return -1
+        p = (p + _ONE) & mask
+
+
+@_jit
+def _build_slots(keys, slots, shift, mask):
+    for i in range(len(keys)):
+        h = keys[i]
+        if h == 0:
+            continue
+        p = (h * TABLE_MULTIPLIER) >> shift
+        while slots[p, 0] != 0:
+            p = (p + _ONE) & mask
+        slots[p, 0] = h
+        slots[p, 1] = np.uint64(i)
+
+
+@_jit
+def _hash_key_ids(hashes, f0, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
+    use_skip = len(skip) > 0
+    for i in range(len(hashes)):
+        h = hashes[i]
+        out[i] = -1
+        if not _passes(f0, h, fshift) or not _passes(f1, h * FILTER2_MULTIPLIER, fshift):
+            continue
+        key = _probe(slots, h, tshift, tmask, zero_id)
+        if key >= 0 and not (use_skip and skip[key]):
+            out[i] = key
+
+
+@_jit
+def _ngram_key_ids(ids, n, special, base_n, f0, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
+    """Per n-gram start of `ids`: the key id of its rolling hash, or -1 when it is not a key, a key marked in
+    `skip`, or the n-gram holds an id marked in `special`."""
+    base = NGRAM_BASE
+    use_skip = len(skip) > 0
+    h = np.uint64(0)
+    last_special = -1
+    for j in range(n - 1):
+        h = h * base + np.uint64(ids[j])
+        if special[ids[j]]:
+            last_special = j
+    for i in range(len(ids) - n + 1):
+        t = ids[i + n - 1]
+        if special[t]:
+            last_special = i + n - 1
+        h = h * base + np.uint64(t)
+        if i > 0:
+            h -= np.uint64(ids[i - 1]) * base_n
+        out[i] = -1
+        if last_special >= i:
+            continue
+        if not _passes(f0, h, fshift) or not _passes(f1, h * FILTER2_MULTIPLIER, fshift):
+            continue
+        key = _probe(slots, h, tshift, tmask, zero_id)
+        if key >= 0 and not (use_skip and skip[key]):
+            out[i] = key
+
+
+class CompiledIndex:
+    """An `NgramIndex`'s keys looked up by the compiled loops: its two bit filters, then an open-addressing
+    table of (key, id) pairs side by side (load <= 1/2: a member costs one cache line, where the numpy
+    HashTable's separate key and id arrays cost two). `skip`: a bool per key (the waived ones, or those already
+    counted past the limit): a skipped key answers -1; the caller may change it in place between calls."""
+
+    def __init__(self, index: NgramIndex, skip: np.ndarray | None = None):
+        self.index = index
+        self.keys = index.keys
+        self.skip = _NO_MASK if skip is None else skip
+        f0, f1 = index._filters
+        self._filters = (f0, f1, index._shift)
+        bits = max(10, int(len(self.keys)).bit_length() + 1)
+        self._slots = np.zeros((1 << bits, 2), dtype=np.uint64)
+        self._shift, self._mask = np.uint64(64 - bits), np.uint64((1 << bits) - 1)
+        zero = np.flatnonzero(self.keys == 0)
+        self._zero_id = int(zero[0]) if len(zero) else -1
+        if len(self.keys):
+            _build_slots(self.keys, self._slots, self._shift, self._mask)
+
+    def __len__(self) -> int:
+        return len(self.keys) - int(self.skip.sum()) if len(self.skip) else len(self.keys)
+
+    def with_skip(self, skip: np.ndarray) -> CompiledIndex:
+        """The same index (its table shared) answering -1 for the keys marked in `skip`."""
+        other = object.__new__(CompiledIndex)
+        other.__dict__.update(self.__dict__)
+        other.skip = skip
+        return other
+
+    def key_ids(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash: its position among the keys, or -1."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        out = np.empty(len(hashes), dtype=np.int64)
+        if not len(self.keys):
+            out.fill(-1)
+            return out
+        _hash_key_ids(hashes, *self._filters, self._slots, self._shift, self._mask, self._zero_id, self.skip, out)
+        return out
+
+    def ngram_key_ids(self, ids: np.ndarray, n: int, specials: np.ndarray) -> np.ndarray:
+        """Per n-gram start of `ids` (len(ids) - n + 1 of them): the key id of the n-gram's hash
+        (report/ngrams.py's rolling_hashes), or -1 (not a key, skipped, or it holds an id `specials` marks)."""
+        ids = np.ascontiguousarray(ids)
+        out = np.empty(max(len(ids) - n + 1, 0), dtype=np.int64)
+        if not len(out):
+            return out
+        if not len(self.keys):
+            out.fill(-1)
+            return out
+        f0, f1, fshift = self._filters
+        _ngram_key_ids(
+            ids, n, specials, _power(n), f0, f1, fshift, self._slots, self._shift, self._mask, self._zero_id,
+            self.skip, out,
+        )  # fmt: skip
+        return out
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        return self.key_ids(hashes) >= 0

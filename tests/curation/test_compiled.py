@@ -1,0 +1,87 @@
+"""The compiled passes give the numpy definitions' values, bit for bit."""
+
+import numpy as np
+import pytest
+
+from niels_gpt.curation.compiled import CompiledIndex
+from niels_gpt.curation.decontaminate import special_table
+from niels_gpt.curation.dedup import doc_keys, doc_keys_reference
+from niels_gpt.curation.words import WordTable
+from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, sorted_unique, windows_touching
+
+
+def _random_documents(rng, vocab: int, specials: list[int]):
+    length = int(rng.integers(1, 400))
+    ids = rng.integers(0, vocab, length).astype(np.uint16)
+    ids[rng.integers(0, length, 4)] = rng.choice(specials, 4)  # role ids and eots inside documents
+    starts = sorted_unique(np.concatenate(([0], rng.integers(0, length, int(rng.integers(0, 8)))))).astype(np.int64)
+    return ids, starts
+
+
+@pytest.mark.parametrize("shingle_words,num_bins", [(5, 256), (3, 64), (1, 16)])
+def test_doc_keys_equal_the_numpy_definition(tiny_tokenizer, shingle_words, num_bins):
+    table = WordTable.from_tokenizer(tiny_tokenizer)
+    specials = sorted(tiny_tokenizer.special_ids.values())
+    rng = np.random.default_rng(shingle_words)
+    for _ in range(60):  # documents of 0 words, fewer words than a shingle, many; words split across pieces
+        ids, starts = _random_documents(rng, tiny_tokenizer.vocab_size, specials)
+        got = doc_keys(table, ids, starts, shingle_words=shingle_words, num_bins=num_bins)
+        want = doc_keys_reference(table, ids, starts, shingle_words=shingle_words, num_bins=num_bins)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_doc_keys_of_text_documents_equal_the_numpy_definition(tiny_tokenizer):
+    texts = ["The cat sat on the mat.", "", "Hi", "one two three four five six seven", "  ...  ", "É café, naïve!"]
+    enc = [np.append(tiny_tokenizer.encode(t), tiny_tokenizer.eot_id) for t in texts]
+    ids = np.concatenate(enc).astype(np.uint16)
+    starts = np.cumsum([0] + [len(e) for e in enc])[:-1]
+    table = WordTable.from_tokenizer(tiny_tokenizer)
+    got = doc_keys(table, ids, starts, shingle_words=5, num_bins=256)
+    want = doc_keys_reference(table, ids, starts, shingle_words=5, num_bins=256)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[0][1] == 0 and got[0][4] == 0  # no word: key 0
+
+
+def _numpy_key_ids(index: NgramIndex, ids, n, specials, skip=None):
+    h = rolling_hashes(ids, n)
+    if not len(h):
+        return np.zeros(0, dtype=np.int64)
+    key = index.key_ids(h)
+    key[windows_touching(specials[ids], n)] = -1
+    if skip is not None:
+        key[(key >= 0) & skip[np.maximum(key, 0)]] = -1
+    return key
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 13])
+def test_ngram_key_ids_equal_hashes_then_lookups(n):
+    rng = np.random.default_rng(n)
+    ids = rng.integers(0, 12, 5000).astype(np.uint16)  # a small alphabet: many members
+    ids[rng.integers(0, len(ids), 50)] = 0
+    specials = special_table([0])
+    index = NgramIndex(sorted_unique(rolling_hashes(ids[:2000], n)))
+    compiled = CompiledIndex(index)
+    np.testing.assert_array_equal(compiled.ngram_key_ids(ids, n, specials), _numpy_key_ids(index, ids, n, specials))
+    skip = rng.random(len(index)) < 0.3
+    np.testing.assert_array_equal(
+        compiled.with_skip(skip).ngram_key_ids(ids, n, specials), _numpy_key_ids(index, ids, n, specials, skip)
+    )
+    assert len(compiled.with_skip(skip)) == len(index) - int(skip.sum())
+    for short in (ids[: n - 1], ids[:0]):
+        assert len(compiled.ngram_key_ids(short, n, specials)) == 0
+
+
+def test_hash_lookups_equal_the_numpy_index_including_the_zero_key():
+    rng = np.random.default_rng(0)
+    keys = sorted_unique(
+        np.concatenate((np.zeros(1, np.uint64), rng.integers(0, 2**63, 3000, dtype=np.int64).astype(np.uint64)))
+    )
+    index = NgramIndex(keys)
+    probe = np.concatenate(
+        (keys, rng.integers(0, 2**63, 3000, dtype=np.int64).astype(np.uint64), np.zeros(2, np.uint64))
+    )
+    rng.shuffle(probe)
+    np.testing.assert_array_equal(CompiledIndex(index).key_ids(probe), index.key_ids(probe))
+    assert (CompiledIndex(NgramIndex(keys[:0])).key_ids(probe) == -1).all()
