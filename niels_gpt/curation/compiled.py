@@ -206,10 +206,19 @@ class CompiledIndex:
         return len(self.keys) - int(self.skip.sum()) if len(self.skip) else len(self.keys)
 
     def with_skip(self, skip: np.ndarray) -> CompiledIndex:
-        """The same index (its table shared) answering -1 for the keys marked in `skip`."""
+        """The same index answering -1 for the keys marked in `skip` (a bool per key), its table shared and its
+        filters rebuilt over the other keys: an n-gram whose key is skipped mostly stops at a filter (a few MB,
+        in cache) instead of a probe of the table (on the generated full-size data most train positions hold
+        a waived key: ~3x faster there). `skip` may gain marks in place afterwards: such a key still passes
+        the filters, and answers -1 at the table."""
         other = object.__new__(CompiledIndex)
         other.__dict__.update(self.__dict__)
         other.skip = skip
+        rest = self.keys[~skip]
+        index = self.index
+        f0 = index._build_filter(index._slots(rest, None))
+        f1 = index._build_filter(index._slots(rest, FILTER2_MULTIPLIER))
+        other._filters = (f0, f1, index._shift)
         return other
 
     def key_ids(self, hashes: np.ndarray) -> np.ndarray:

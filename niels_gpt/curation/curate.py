@@ -69,6 +69,7 @@ REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
 VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
 SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
+REFILTER_KEYS = 1 << 12  # keys gone over the waiver's limit before the count's scanner drops them from its filters
 PAIRS_KEPT = 1 << 21  # (key, unit) pairs of a split kept from the count for the second scan (8 bytes each)
 
 
@@ -230,11 +231,13 @@ def _count_train_units(
     counted n-gram spans two units), else the units that an n-gram not yet over the limit touches
     (`_touched_units`; a key over the limit is waived, so no other unit can hold a protected n-gram)."""
     over = counts > limit
-    scanner = index.with_skip(over)  # a key counted past the limit answers -1 (`over` changes in place)
+    # a key counted past the limit answers -1 (`over` changes in place); the scanner's filters are rebuilt
+    # over the keys not yet over when REFILTER_KEYS more went over (the same answers, fewer table probes)
+    scanner, newly_over = [index.with_skip(over)], 0
 
     def work(chunk):
         _, ids, starts = chunk
-        key = scanner.ngram_key_ids(ids, n, specials)
+        key = scanner[0].ngram_key_ids(ids, n, specials)
         if not len(key):
             return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
         pos = np.flatnonzero(key >= 0)
@@ -246,7 +249,11 @@ def _count_train_units(
     out, kept = [], 0
     for keys, units, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
         _add_sorted(counts, keys)
-        over[keys] = counts[keys] > limit
+        now_over = counts[keys] > limit
+        newly_over += int(np.count_nonzero(now_over & ~over[keys]))
+        over[keys] = now_over
+        if newly_over >= REFILTER_KEYS:
+            scanner[0], newly_over = index.with_skip(over), 0
         if units is not None and kept + len(keys) <= PAIRS_KEPT:
             out.append((keys.astype(np.int32), units.astype(np.int32)))
             kept += len(keys)
