@@ -375,7 +375,8 @@ def test_decisions_and_waived_set_do_not_depend_on_threads_or_scan_chunks(
     tmp_path, tiny_tokenizer, tiny_tokenizer_path, monkeypatch
 ):
     """The boilerplate count stops counting a key once it is over the limit, as threads report chunks: the
-    waived set and every decision are the same with 1 or 3 threads and with 1 or many chunks."""
+    waived set and every decision are the same with 1 or 3 threads, with 1 or many chunks, and whether the
+    count's filters are rebuilt after every key that goes over the limit or never."""
     from niels_gpt.curation import curate as curate_module
 
     phrase = "let me know if you would like another example of this kind of thing today"
@@ -385,8 +386,9 @@ def test_decisions_and_waived_set_do_not_depend_on_threads_or_scan_chunks(
     files = [decisions_path(tmp_path, "pretrain", "wikitext"), tmp_path / "curation" / "waived_ngrams.npy"]
     cfg = prepare_config({"cache_dir": str(tmp_path), "decontamination": {"max_ngram_units": 3}}, source="test")
     seen = []
-    for threads, chunk in ((1, 1 << 19), (3, 1 << 19), (3, 40), (1, 40)):
+    for threads, chunk, refilter in ((1, 1 << 19, 1 << 30), (3, 1 << 19, 1), (3, 40, 1), (1, 40, 1 << 30)):
         monkeypatch.setattr(curate_module, "SCAN_TOKENS", chunk)
+        monkeypatch.setattr(curate_module, "REFILTER_KEYS", refilter)
         curate(cfg, cache_dir=str(tmp_path), raw_dirs=[folder], tokenizer_path=tiny_tokenizer_path, num_threads=threads)
         seen.append([open(f, "rb").read() for f in files])
     assert all(s == seen[0] for s in seen)
