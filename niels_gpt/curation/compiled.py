@@ -106,6 +106,35 @@ def doc_keys_into(ids, doc_starts, word_start, g, power, length, k, position, ex
             exact[d] = key if key != 0 else np.uint64(1)
 
 
+@_jit
+def band_keys_into(band, seed, empty, out):
+    """minhash.band_key in one pass: per document (a row of `band`: its bins of one band), mix64 of the seed
+    xor each bin in turn; 1 for a 0; 0 when every bin is `empty` (no key: never a candidate)."""
+    for i in range(band.shape[0]):
+        h = seed
+        filled = False
+        for r in range(band.shape[1]):
+            v = band[i, r]
+            filled = filled or v != empty
+            h = _mix64(h ^ np.uint64(v))
+        out[i] = (h if h != 0 else np.uint64(1)) if filled else np.uint64(0)
+
+
+@_jit
+def pair_counts_into(band, pairs, empty, both, either):
+    """Per pair (i, j) of documents: add to `both` the bins of `band` where they hold the same value, not
+    `empty`, and to `either` the bins where one of them holds a value (minhash.estimate_jaccard's sums)."""
+    for k in range(pairs.shape[0]):
+        i, j = pairs[k, 0], pairs[k, 1]
+        same, filled = 0, 0
+        for r in range(band.shape[1]):
+            x, y = band[i, r], band[j, r]
+            same += (x == y) & (x != empty)
+            filled += (x != empty) | (y != empty)
+        both[k] += same
+        either[k] += filled
+
+
 @njit(inline="always")
 def _passes(table, h, shift):
     s = h >> shift

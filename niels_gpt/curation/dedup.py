@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from niels_gpt.curation.compiled import doc_keys_into, pair_counts_into
 from niels_gpt.curation.minhash import EMPTY, band_key, band_pairs, distinct_pairs, shingle_hashes, signatures
 from niels_gpt.curation.words import WordTable, _powers, mix64
 from niels_gpt.report.ngrams import _bounded_map, sorted_unique
@@ -28,7 +29,6 @@ from niels_gpt.report.ngrams import _bounded_map, sorted_unique
 KEEP, EXACT, NEAR = 0, 1, 2
 REASONS = {EXACT: "exact_duplicate", NEAR: "near_duplicate"}
 _POSITION = np.uint64(0x9E3779B97F4A7C15)
-PAIR_CHUNK = 1 << 16  # candidate pairs compared at once, one band: 2 x 64 K x 8 x 4 bytes = 4 MB
 
 
 def _ordered_sum(values: np.ndarray, unit_of: np.ndarray, starts: np.ndarray, n_units: int) -> np.ndarray:
@@ -53,8 +53,6 @@ def doc_keys(
     """(exact key, MinHash signature) of each document of `ids` (documents begin at `doc_starts`, the
     first at 0; a document's eot, if any, is inside its range and holds no word). One compiled pass
     (compiled.doc_keys_into); the same values as `doc_keys_reference`, ~4x faster (benchmarks/bench_dedup.py)."""
-    from niels_gpt.curation.compiled import doc_keys_into
-
     doc_starts = np.ascontiguousarray(doc_starts, dtype=np.int64)
     exact = np.zeros(len(doc_starts), dtype=np.uint64)
     sig = np.full((len(doc_starts), num_bins), EMPTY, dtype=np.uint32)
@@ -144,19 +142,6 @@ def _band_of(sig, rows: int) -> Callable[[int], np.ndarray]:
     return lambda b: np.asarray(sig[:, b * rows : (b + 1) * rows])
 
 
-_BYTE_SUM = np.uint64(0x0101010101010101)
-
-
-def _row_counts(mask: np.ndarray) -> np.ndarray:
-    """Trues per row of a (m, rows) bool array: 8 bools at a time as one uint64 whose bytes are 0 or 1,
-    summed by one multiply (their sum lands in the top byte); `sum(axis=1)` over 8 columns is ~10x slower."""
-    m, rows = mask.shape
-    if rows % 8:
-        return mask.sum(axis=1)
-    counts = ((np.ascontiguousarray(mask).view(np.uint64) * _BYTE_SUM) >> np.uint64(56)).view(np.int64)
-    return counts.sum(axis=1) if rows > 8 else counts[:, 0]
-
-
 def near_duplicates(
     sig: np.ndarray | SignatureFiles,
     skip: np.ndarray,
@@ -181,14 +166,8 @@ def near_duplicates(
         return band_pairs(col)
 
     def counts_of_band(b: int) -> tuple[np.ndarray, np.ndarray]:
-        band = band_of(b)
         both, either = np.zeros(len(pairs), dtype=np.int32), np.zeros(len(pairs), dtype=np.int32)
-        for lo in range(0, len(pairs), PAIR_CHUNK):
-            p = pairs[lo : lo + PAIR_CHUNK]
-            x, y = band[p[:, 0]], band[p[:, 1]]
-            full_x, full_y = x != EMPTY, y != EMPTY
-            both[lo : lo + PAIR_CHUNK] = _row_counts((x == y) & full_x)
-            either[lo : lo + PAIR_CHUNK] = _row_counts(full_x | full_y)
+        pair_counts_into(np.ascontiguousarray(band_of(b)), pairs, EMPTY, both, either)
         return both, either
 
     depth = 2 * max(1, num_threads)

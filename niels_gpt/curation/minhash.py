@@ -74,13 +74,19 @@ def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 def band_key(band: np.ndarray, b: int) -> np.ndarray:
-    """(n_docs,) uint64 keys of band number `b`, whose bins are the columns of `band` (n_docs, rows)."""
-    h = np.full(len(band), (b + 1) * int(_BAND_SEED) % (1 << 64), dtype=np.uint64)
-    for r in range(band.shape[1]):
-        h = mix64(h ^ band[:, r].astype(np.uint64))
-    h[h == 0] = 1
-    h[(band == EMPTY).all(axis=1)] = 0
-    return h
+    """(n_docs,) uint64 keys of band number `b`, whose bins are the columns of `band` (n_docs, rows): per
+    document, h = seed(b), then h = mix64(h ^ bin) for each bin in turn; 1 where that gives 0, and 0 (no key)
+    where every bin is EMPTY. One compiled pass (compiled.band_keys_into; 8 numpy passes took ~10x as long)."""
+    from niels_gpt.curation.compiled import band_keys_into
+
+    out = np.zeros(len(band), dtype=np.uint64)
+    if len(band):
+        band_keys_into(np.ascontiguousarray(band, dtype=np.uint32), _band_seed(b), EMPTY, out)
+    return out
+
+
+def _band_seed(b: int) -> np.uint64:
+    return np.uint64((b + 1) * int(_BAND_SEED) % (1 << 64))
 
 
 def band_pairs(col: np.ndarray) -> list[np.ndarray]:

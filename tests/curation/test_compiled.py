@@ -5,8 +5,9 @@ import pytest
 
 from niels_gpt.curation.compiled import CompiledIndex
 from niels_gpt.curation.decontaminate import special_table
-from niels_gpt.curation.dedup import doc_keys, doc_keys_reference
-from niels_gpt.curation.words import WordTable
+from niels_gpt.curation.dedup import doc_keys, doc_keys_reference, near_duplicates
+from niels_gpt.curation.minhash import EMPTY, _band_seed, band_key, estimate_jaccard
+from niels_gpt.curation.words import WordTable, mix64
 from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, sorted_unique, windows_touching
 
 
@@ -85,3 +86,30 @@ def test_hash_lookups_equal_the_numpy_index_including_the_zero_key():
     rng.shuffle(probe)
     np.testing.assert_array_equal(CompiledIndex(index).key_ids(probe), index.key_ids(probe))
     assert (CompiledIndex(NgramIndex(keys[:0])).key_ids(probe) == -1).all()
+
+
+def test_band_keys_follow_their_definition():
+    rng = np.random.default_rng(3)
+    band = rng.integers(0, 2**32, (40, 8), dtype=np.uint64).astype(np.uint32)
+    band[5] = EMPTY  # no key
+    band[6, :7] = EMPTY  # one bin filled: a key
+    got = band_key(band, 7)
+    for i, row in enumerate(band):
+        h = np.array([_band_seed(7)], dtype=np.uint64)
+        for v in row:
+            h = mix64(h ^ np.uint64(v))
+        want = 0 if (row == EMPTY).all() else max(int(h[0]), 1)
+        assert int(got[i]) == want
+
+
+def test_near_duplicate_estimates_are_the_signatures_jaccard_estimates():
+    rng = np.random.default_rng(4)
+    base = rng.integers(0, 2**32 - 1, 64, dtype=np.uint64).astype(np.uint32)
+    sig = np.tile(base, (12, 1))
+    for i in range(1, 12):  # copies with i bins changed and some emptied
+        sig[i, rng.choice(64, i, replace=False)] = rng.integers(0, 2**32 - 1, i, dtype=np.uint64).astype(np.uint32)
+        sig[i, rng.choice(64, i // 3, replace=False)] = EMPTY
+    removed, survivor, similarity = near_duplicates(sig, np.zeros(12, bool), bands=16, rows=4, threshold=0.5)
+    for j in np.flatnonzero(removed):
+        assert similarity[j] == estimate_jaccard(sig[survivor[j]], sig[j])
+    assert removed[1] and survivor[1] == 0
