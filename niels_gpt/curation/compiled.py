@@ -185,9 +185,10 @@ def _hash_key_ids(hashes, f0, f1, fshift, slots, tshift, tmask, zero_id, skip, o
 @_jit
 def _ngram_key_ids(ids, n, special, base_n, f0, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
     """Per n-gram start of `ids`: the key id of its rolling hash, or -1 when it is not a key, a key marked in
-    `skip`, or the n-gram holds an id marked in `special`."""
+    `skip`, or the n-gram holds an id marked in `special`. Returns how many keys found were skipped."""
     base = NGRAM_BASE
     use_skip = len(skip) > 0
+    skipped = 0
     h = np.uint64(0)
     last_special = -1
     for j in range(n - 1):
@@ -207,8 +208,12 @@ def _ngram_key_ids(ids, n, special, base_n, f0, f1, fshift, slots, tshift, tmask
         if not _passes(f0, h, fshift) or not _passes(f1, h * FILTER2_MULTIPLIER, fshift):
             continue
         key = _probe(slots, h, tshift, tmask, zero_id)
-        if key >= 0 and not (use_skip and skip[key]):
-            out[i] = key
+        if key >= 0:
+            if use_skip and skip[key]:
+                skipped += 1
+            else:
+                out[i] = key
+    return skipped
 
 
 class CompiledIndex:
@@ -263,19 +268,22 @@ class CompiledIndex:
     def ngram_key_ids(self, ids: np.ndarray, n: int, specials: np.ndarray) -> np.ndarray:
         """Per n-gram start of `ids` (len(ids) - n + 1 of them): the key id of the n-gram's hash
         (report/ngrams.py's rolling_hashes), or -1 (not a key, skipped, or it holds an id `specials` marks)."""
+        return self.ngram_key_ids_counted(ids, n, specials)[0]
+
+    def ngram_key_ids_counted(self, ids: np.ndarray, n: int, specials: np.ndarray) -> tuple[np.ndarray, int]:
+        """(`ngram_key_ids`, how many of its n-grams were skipped keys that reached the table: what a
+        `with_skip` rebuilt now would save)."""
         ids = np.ascontiguousarray(ids)
         out = np.empty(max(len(ids) - n + 1, 0), dtype=np.int64)
-        if not len(out):
-            return out
-        if not len(self.keys):
+        if not len(out) or not len(self.keys):
             out.fill(-1)
-            return out
+            return out, 0
         f0, f1, fshift = self._filters
-        _ngram_key_ids(
+        skipped = _ngram_key_ids(
             ids, n, specials, _power(n), f0, f1, fshift, self._slots, self._shift, self._mask, self._zero_id,
             self.skip, out,
         )  # fmt: skip
-        return out
+        return out, int(skipped)
 
     def contains(self, hashes: np.ndarray) -> np.ndarray:
         return self.key_ids(hashes) >= 0

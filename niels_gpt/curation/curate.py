@@ -69,7 +69,7 @@ REASONS = {**REASONS, CONTAMINATED: CONTAMINATION}
 EXAMPLES = 5  # removals named per split and reason in the decisions (the report shows them)
 VAL_BLOCK = 1 << 20  # val n-gram starts hashed at a time (~50 MB of temporaries)
 SCAN_TOKENS = 1 << 19  # tokens per chunk of the train scans (~30 MB of temporaries per thread)
-REFILTER_KEYS = 1 << 12  # keys gone over the waiver's limit before the count's scanner drops them from its filters
+REFILTER_RATIO = 1  # the count rebuilds its filters when skipped probes x this > the index's keys (tests: many)
 PAIRS_KEPT = 1 << 21  # (key, unit) pairs of a split kept from the count for the second scan (8 bytes each)
 
 
@@ -232,28 +232,30 @@ def _count_train_units(
     (`_touched_units`; a key over the limit is waived, so no other unit can hold a protected n-gram)."""
     over = counts > limit
     # a key counted past the limit answers -1 (`over` changes in place); the scanner's filters are rebuilt
-    # over the keys not yet over when REFILTER_KEYS more went over (the same answers, fewer table probes)
-    scanner, newly_over = [index.with_skip(over)], 0
+    # over the keys not yet over once the probes of over keys since the last rebuild outnumber the keys left
+    # (a rebuild costs about a probe per key): the same answers, fewer table probes
+    scanner, again, stale = [index.with_skip(over)], 0, False
 
     def work(chunk):
         _, ids, starts = chunk
-        key = scanner[0].ngram_key_ids(ids, n, specials)
+        key, skipped = scanner[0].ngram_key_ids_counted(ids, n, specials)
         if not len(key):
-            return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
+            return np.zeros(0, np.int64), None, np.zeros(0, np.int64), skipped
         pos = np.flatnonzero(key >= 0)
         unit = np.searchsorted(starts, pos, side="right") - 1
         spans = bool((np.searchsorted(starts, pos + (n - 1), side="right") - 1 != unit).any())
         pairs = _distinct_pairs(key[pos], unit)
-        return pairs[0], None if spans else pairs[1], _touched_units(pos, starts, n)
+        return pairs[0], None if spans else pairs[1], _touched_units(pos, starts, n), skipped
 
     out, kept = [], 0
-    for keys, units, touched in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
+    for keys, units, touched, skipped in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
         _add_sorted(counts, keys)
         now_over = counts[keys] > limit
-        newly_over += int(np.count_nonzero(now_over & ~over[keys]))
+        stale = stale or bool((now_over & ~over[keys]).any())
         over[keys] = now_over
-        if newly_over >= REFILTER_KEYS:
-            scanner[0], newly_over = index.with_skip(over), 0
+        again += skipped
+        if stale and again * REFILTER_RATIO > len(over):
+            scanner[0], again, stale = index.with_skip(over), 0, False
         if units is not None and kept + len(keys) <= PAIRS_KEPT:
             out.append((keys.astype(np.int32), units.astype(np.int32)))
             kept += len(keys)

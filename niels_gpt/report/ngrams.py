@@ -175,6 +175,18 @@ class NgramIndex:
         out[where] = self._table().key_ids(hashes[where])
         return out
 
+    def without(self, drop: np.ndarray) -> NgramIndex:
+        """The same keys and hash table with filters over the keys not marked in `drop` (a bool per key): a
+        hash of a dropped key mostly stops at a filter, never reaching the table; if it passes both, it is
+        still found. For scans that need each key once (`scan_matches`): a key already seen can drop out."""
+        other = object.__new__(NgramIndex)
+        other.__dict__.update(self.__dict__)
+        rest = self.keys[~drop]
+        other._filters = [self._build_filter(self._slots(rest, m)) for m in (None, FILTER2_MULTIPLIER)]
+        self._table()  # built once, in the index both share
+        other._hash_table = self._hash_table
+        return other
+
     def _table(self) -> HashTable:
         with self._table_lock:  # two threads building it at once would hold two tables and their temporaries
             if self._hash_table is None:
@@ -255,20 +267,31 @@ def scan_matches(
     on_positions: Callable[[int], object] | None = None,
 ) -> np.ndarray:
     """Bool per key of `index`: does that n-gram occur anywhere in `seq` (files on disk, or an array in
-    memory)? Reads `seq` chunk by chunk."""
+    memory)? Reads `seq` chunk by chunk. A key is needed once: when the positions found again (keys already
+    seen) since the last rebuild outnumber the keys not yet seen, the filters are rebuilt without the seen
+    keys (`NgramIndex.without`), so text that repeats its matches stops at the filters instead of probing
+    the table for each (at full size on the generated data, where most train positions hold a val n-gram,
+    ~3x fewer table probes). The answer does not depend on when that happens."""
     read = seq.read if isinstance(seq, DiskSequence) else lambda lo, hi: seq[lo:hi]
     seen = np.zeros(len(index), dtype=bool)
     n_starts = len(seq) - n + 1
     if n_starts <= 0 or not len(index):
         return seen
+    current, again, unseen, stale = [index], 0, len(index), False  # again: found on seen keys since a rebuild
 
     def work(lo: int) -> tuple[np.ndarray, int]:
         hi = min(lo + chunk, n_starts)
-        return index.lookup(rolling_hashes(read(lo, hi + n - 1), n)), hi - lo
+        return current[0].lookup(rolling_hashes(read(lo, hi + n - 1), n)), hi - lo
 
     with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
         for found, done in _bounded_map(pool, work, range(0, n_starts, chunk), depth=2 * max(1, num_threads)):
-            seen[found] = True
+            hit_seen = seen[found]
+            again += int(np.count_nonzero(hit_seen))
+            if not hit_seen.all():
+                seen[found] = True
+                unseen, stale = len(index) - int(np.count_nonzero(seen)), True
+            if stale and again > unseen:  # a rebuild costs about a probe per key left
+                current[0], again, stale = index.without(seen), 0, False
             if on_positions is not None:
                 on_positions(done)
     return seen

@@ -386,9 +386,9 @@ def test_decisions_and_waived_set_do_not_depend_on_threads_or_scan_chunks(
     files = [decisions_path(tmp_path, "pretrain", "wikitext"), tmp_path / "curation" / "waived_ngrams.npy"]
     cfg = prepare_config({"cache_dir": str(tmp_path), "decontamination": {"max_ngram_units": 3}}, source="test")
     seen = []
-    for threads, chunk, refilter in ((1, 1 << 19, 1 << 30), (3, 1 << 19, 1), (3, 40, 1), (1, 40, 1 << 30)):
+    for threads, chunk, refilter in ((1, 1 << 19, 0), (3, 1 << 19, 1 << 30), (3, 40, 1 << 30), (1, 40, 0)):
         monkeypatch.setattr(curate_module, "SCAN_TOKENS", chunk)
-        monkeypatch.setattr(curate_module, "REFILTER_KEYS", refilter)
+        monkeypatch.setattr(curate_module, "REFILTER_RATIO", refilter)
         curate(cfg, cache_dir=str(tmp_path), raw_dirs=[folder], tokenizer_path=tiny_tokenizer_path, num_threads=threads)
         seen.append([open(f, "rb").read() for f in files])
     assert all(s == seen[0] for s in seen)

@@ -123,3 +123,20 @@ def test_sorted_unique_is_np_unique(dtype, size):
     got = sorted_unique(x)
     assert got.dtype == x.dtype
     np.testing.assert_array_equal(got, np.unique(x))
+
+
+@pytest.mark.parametrize("chunk", [5, 50, 5000])
+def test_scan_of_text_that_repeats_its_matches_finds_each_key(chunk):
+    """Train text made of val passages over and over (the scan drops seen keys from its filters as it goes):
+    every val n-gram found, and none that the text does not hold."""
+    rng = np.random.default_rng(chunk)
+    n = 4
+    val = rng.integers(5, 60, size=400, dtype=np.uint16)
+    pieces = [val[a : a + int(rng.integers(n, 40))] for a in rng.integers(0, 300, 300)]
+    train = np.concatenate(pieces + [rng.integers(60, 90, size=50, dtype=np.uint16)])
+    index, inverse = NgramIndex.from_hashes(rolling_hashes(val, n))
+    seen = scan_matches(train, n, index, chunk=chunk, num_threads=2)
+    train_grams = {tuple(train[i : i + n]) for i in range(len(train) - n + 1)}
+    assert seen[inverse].tolist() == [tuple(val[i : i + n]) in train_grams for i in range(len(val) - n + 1)]
+    rest = NgramIndex(index.keys).without(seen)  # filters over the keys not seen: each of them still found
+    assert np.array_equal(rest.lookup(index.keys[~seen]), np.flatnonzero(~seen)) and (~seen).any()
