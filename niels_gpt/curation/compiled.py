@@ -121,6 +121,46 @@ def band_keys_into(band, seed, empty, out):
 
 
 @_jit
+def _band_pairs(col, keys, first, last, shift, mask, out):
+    """minhash.band_pairs by a hash table (key -> first and last document seen with it) in one pass in document
+    order: the same pairs as the sort, in another order. Returns how many rows of `out` it filled."""
+    m = 0
+    for i in range(len(col)):
+        k = col[i]
+        if k == 0:
+            continue
+        p = (k * TABLE_MULTIPLIER) >> shift
+        while True:
+            v = keys[p]
+            if v == 0:
+                keys[p], first[p], last[p] = k, i, i
+                break
+            if v == k:
+                out[m, 0], out[m, 1] = first[p], i
+                m += 1
+                if last[p] != first[p]:
+                    out[m, 0], out[m, 1] = last[p], i
+                    m += 1
+                last[p] = i
+                break
+            p = (p + _ONE) & mask
+    return m
+
+
+def band_pairs(col: np.ndarray) -> np.ndarray:
+    """(m, 2) int64 pairs (i < j) of documents sharing a key of one band (`col`: a key per document, 0 = none):
+    each document with the first and with the last earlier document holding its key (minhash.band_pairs'
+    pairs, there from a stable sort of the keys, ~4x the time of this pass)."""
+    col = np.ascontiguousarray(col, dtype=np.uint64)
+    bits = max(10, int(np.count_nonzero(col)).bit_length() + 1)
+    keys = np.zeros(1 << bits, dtype=np.uint64)
+    first, last = np.empty(1 << bits, dtype=np.int64), np.empty(1 << bits, dtype=np.int64)
+    out = np.empty((2 * len(col), 2), dtype=np.int64)
+    m = _band_pairs(col, keys, first, last, np.uint64(64 - bits), np.uint64((1 << bits) - 1), out)
+    return out[:m].copy()
+
+
+@_jit
 def pair_counts_into(band, pairs, empty, both, either):
     """Per pair (i, j) of documents: add to `both` the bins of `band` where they hold the same value, not
     `empty`, and to `either` the bins where one of them holds a value (minhash.estimate_jaccard's sums)."""

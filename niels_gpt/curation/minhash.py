@@ -90,20 +90,13 @@ def _band_seed(b: int) -> np.uint64:
 
 
 def band_pairs(col: np.ndarray) -> list[np.ndarray]:
-    """(m, 2) int64 pair arrays (i < j, maybe repeated) of the documents that share a key of one band
-    (`col`: one key per document, 0 = no key): within a run of equal keys, each document with the run's
-    first and with its predecessor."""
-    idx = np.flatnonzero(col)
-    order = idx[np.argsort(col[idx], kind="stable")]
-    k = col[order]
-    same = k[1:] == k[:-1]
-    if not same.any():
-        return []
-    run_start = np.concatenate(([True], ~same))
-    first = order[np.maximum.accumulate(np.where(run_start, np.arange(len(order)), 0))]
-    later = np.flatnonzero(~run_start)
-    prev = later[first[later] != order[later - 1]]
-    return [np.stack([first[later], order[later]], axis=1), np.stack([order[prev - 1], order[prev]], axis=1)]
+    """(m, 2) int64 pair arrays (i < j) of the documents that share a key of one band (`col`: one key per
+    document, 0 = no key): among the documents holding one key, in document order, each with the first and
+    with its predecessor (compiled.band_pairs: one pass through a hash table)."""
+    from niels_gpt.curation.compiled import band_pairs as compiled_band_pairs
+
+    pairs = compiled_band_pairs(col)
+    return [pairs] if len(pairs) else []
 
 
 def distinct_pairs(found: list[np.ndarray], n: int) -> np.ndarray:

@@ -6,7 +6,7 @@ import pytest
 from niels_gpt.curation.compiled import CompiledIndex
 from niels_gpt.curation.decontaminate import special_table
 from niels_gpt.curation.dedup import doc_keys, doc_keys_reference, near_duplicates
-from niels_gpt.curation.minhash import EMPTY, _band_seed, band_key, estimate_jaccard
+from niels_gpt.curation.minhash import EMPTY, _band_seed, band_key, band_pairs, estimate_jaccard
 from niels_gpt.curation.words import WordTable, mix64
 from niels_gpt.report.ngrams import NgramIndex, rolling_hashes, sorted_unique, windows_touching
 
@@ -113,3 +113,19 @@ def test_near_duplicate_estimates_are_the_signatures_jaccard_estimates():
     for j in np.flatnonzero(removed):
         assert similarity[j] == estimate_jaccard(sig[survivor[j]], sig[j])
     assert removed[1] and survivor[1] == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_band_pairs_pair_each_document_with_the_first_and_the_previous_holder_of_its_key(seed):
+    rng = np.random.default_rng(seed)
+    col = rng.integers(0, 30, 500).astype(np.uint64)  # 0: no key
+    want, first, last = set(), {}, {}
+    for i, k in enumerate(col.tolist()):
+        if k:
+            if k in first:
+                want |= {(first[k], i), (last[k], i)}
+            first.setdefault(k, i)
+            last[k] = i
+    got = np.concatenate(band_pairs(col) or [np.zeros((0, 2), np.int64)])
+    assert set(map(tuple, got.tolist())) == want and len(got) == len(want)
+    assert band_pairs(np.zeros(9, np.uint64)) == [] and band_pairs(np.arange(1, 9, dtype=np.uint64)) == []
