@@ -72,7 +72,7 @@ def doc_keys_into(ids, doc_starts, word_start, g, power, length, k, position, ex
     for d in range(n_docs):
         a = doc_starts[d]
         b = doc_starts[d + 1] if d + 1 < n_docs else len(ids)
-        n_words = 0
+        n_words, slot = 0, 0
         total = np.uint64(0)
         shingle = np.uint64(0)
         word = np.uint64(0)
@@ -82,11 +82,11 @@ def doc_keys_into(ids, doc_starts, word_start, g, power, length, k, position, ex
                 if chars > 0:  # a word ends: it counts if it kept a character
                     w = _mix64(word)
                     total += _mix64(w + np.uint64(n_words) * position)
-                    slot = n_words % k
                     shingle = shingle * base + w
                     if n_words >= k:
                         shingle -= ring[slot] * base_k
                     ring[slot] = w
+                    slot = slot + 1 if slot + 1 < k else 0  # n_words % k, without a division per word
                     n_words += 1
                     if n_words >= k:
                         _add_shingle(sig, d, _mix64(shingle), num_bins)
@@ -288,11 +288,14 @@ class CompiledIndex:
         other = object.__new__(CompiledIndex)
         other.__dict__.update(self.__dict__)
         other.skip = skip
-        rest = self.keys[~skip]
         index = self.index
-        f0 = index._build_filter(index._slots(rest, None))
-        f1 = index._build_filter(index._slots(rest, FILTER2_MULTIPLIER))
-        other._filters = (f0, f1, index._shift)
+        if skip.any():  # else the index's own filters serve (a rebuild over 5 M keys costs ~0.3 s)
+            rest = self.keys[~skip]
+            f0 = index._build_filter(index._slots(rest, None))
+            f1 = index._build_filter(index._slots(rest, FILTER2_MULTIPLIER))
+            other._filters = (f0, f1, index._shift)
+        else:
+            other._filters = (*index._filters, index._shift)
         return other
 
     def key_ids(self, hashes: np.ndarray) -> np.ndarray:

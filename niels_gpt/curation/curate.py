@@ -37,7 +37,6 @@ import numpy as np
 from niels_gpt import layout
 from niels_gpt.atomic import atomic_open, atomic_write_json, atomic_write_text
 from niels_gpt.curation.benchmarks import benchmark_texts
-from niels_gpt.curation.compiled import CompiledIndex
 from niels_gpt.curation.decontaminate import (
     CONTAMINATION,
     covered,
@@ -219,26 +218,45 @@ def _scan_chunks(s: RawSplit):
     return doc_chunks(s.sequence(), s.meta["eot_id"], SCAN_TOKENS)
 
 
+class _WaiverScan:
+    """The lookups of the waiver's count, over every train split in turn: the index answering -1 for a key
+    already counted past the limit (`over`, marked in place as the counts grow), its filters rebuilt over the
+    keys still live once the probes of dead keys since the last rebuild outnumber the keys (a rebuild costs
+    about a probe per key; REFILTER_RATIO scales that). The same answers whenever it rebuilds: fewer probes."""
+
+    def __init__(self, index, counts: np.ndarray, limit: int):
+        self.index, self.limit = index, limit
+        self.over = counts > limit
+        self.scanner = index.with_skip(self.over)
+        self.again, self.stale = 0, False
+
+    def counted(self, counts: np.ndarray, keys: np.ndarray, skipped: int) -> None:
+        """`counts` grew at `keys`; `skipped` probes found dead keys."""
+        now_over = counts[keys] > self.limit
+        self.stale = self.stale or bool((now_over & ~self.over[keys]).any())
+        self.over[keys] = now_over
+        self.again += skipped
+        if self.stale and self.again * REFILTER_RATIO > len(self.over):
+            self.scanner, self.again, self.stale = self.index.with_skip(self.over), 0, False
+
+
 def _count_train_units(
-    s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int
+    s: RawSplit, index, n, specials, pool, depth: int, counts: np.ndarray, limit: int, waiver: _WaiverScan | None = None
 ) -> list[np.ndarray | tuple[np.ndarray, np.ndarray]]:
     """Add to `counts` (per key of `index`) how many units of this train split hold each key, up to what
     `_boilerplate` needs: a key whose count already exceeds `limit` is waived whatever follows, so the scan
-    stops counting it (the threads may see that a chunk late, which only counts more). The waived set is
-    the exact one; on text that shares boilerplate everywhere, most positions drop out before the sort.
+    stops counting it (`waiver`, shared by the splits' scans; the threads may see that a chunk late, which
+    only counts more). The waived set is the exact one; on text that shares boilerplate everywhere, most
+    positions drop out at the filters.
     Returns, per chunk of `_scan_chunks(s)`, what `_units_to_scan` needs to name the units `_decontaminate`
     must scan again: the (key, unit) pairs counted (while the split's pairs kept stay under PAIRS_KEPT and no
     counted n-gram spans two units), else the units that an n-gram not yet over the limit touches
     (`_touched_units`; a key over the limit is waived, so no other unit can hold a protected n-gram)."""
-    over = counts > limit
-    # a key counted past the limit answers -1 (`over` changes in place); the scanner's filters are rebuilt
-    # over the keys not yet over once the probes of over keys since the last rebuild outnumber the keys left
-    # (a rebuild costs about a probe per key): the same answers, fewer table probes
-    scanner, again, stale = [index.with_skip(over)], 0, False
+    waiver = waiver or _WaiverScan(index, counts, limit)
 
     def work(chunk):
         _, ids, starts = chunk
-        key, skipped = scanner[0].ngram_key_ids_counted(ids, n, specials)
+        key, skipped = waiver.scanner.ngram_key_ids_counted(ids, n, specials)
         if not len(key):
             return np.zeros(0, np.int64), None, np.zeros(0, np.int64), skipped
         pos = np.flatnonzero(key >= 0)
@@ -250,12 +268,7 @@ def _count_train_units(
     out, kept = [], 0
     for keys, units, touched, skipped in _bounded_map(pool, work, _scan_chunks(s), depth=depth):
         _add_sorted(counts, keys)
-        now_over = counts[keys] > limit
-        stale = stale or bool((now_over & ~over[keys]).any())
-        over[keys] = now_over
-        again += skipped
-        if stale and again * REFILTER_RATIO > len(over):
-            scanner[0], again, stale = index.with_skip(over), 0, False
+        waiver.counted(counts, keys, skipped)
         if units is not None and kept + len(keys) <= PAIRS_KEPT:
             out.append((keys.astype(np.int32), units.astype(np.int32)))
             kept += len(keys)
@@ -404,6 +417,7 @@ def curate(
 ) -> dict:
     """Decide what every raw cache keeps; write the decisions files and the summary; return the summary.
     `num_threads` key the documents (the result does not depend on it)."""
+    from niels_gpt.curation.compiled import CompiledIndex  # numba: not loaded by the certificate's import
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
     dcfg, xcfg, n = cfg["dedup"], cfg["decontamination"], cfg["leakage"]["n_tokens"]
@@ -489,11 +503,13 @@ def curate(
         _release_freed_memory()
         touched = {}  # per train split, per scan chunk: the units that can hold a protected n-gram
         if limit is not None:  # boilerplate: n-grams in more than `limit` units, counted over every split
+            waiver = _WaiverScan(index, counts, limit)
             with ThreadPoolExecutor(max_workers=max(1, num_threads)) as pool:
                 for no, s in enumerate(splits):
                     if s.split == "train":
                         depth = 2 * max(1, num_threads)
-                        touched[no] = _count_train_units(s, index, n, specials, pool, depth, counts, limit)
+                        touched[no] = _count_train_units(s, index, n, specials, pool, depth, counts, limit, waiver)
+            del waiver
             waived = _boilerplate(index, counts, limit)
             live = counts <= limit
             touched = {no: [_units_to_scan(t, live) for t in entries] for no, entries in touched.items()}

@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from niels_gpt.curation.compiled import doc_keys_into, pair_counts_into
 from niels_gpt.curation.minhash import EMPTY, band_key, band_pairs, distinct_pairs, shingle_hashes, signatures
 from niels_gpt.curation.words import WordTable, _powers, mix64
 from niels_gpt.report.ngrams import _bounded_map, sorted_unique
@@ -53,6 +52,8 @@ def doc_keys(
     """(exact key, MinHash signature) of each document of `ids` (documents begin at `doc_starts`, the
     first at 0; a document's eot, if any, is inside its range and holds no word). One compiled pass
     (compiled.doc_keys_into); the same values as `doc_keys_reference`, ~4x faster (benchmarks/bench_dedup.py)."""
+    from niels_gpt.curation.compiled import doc_keys_into  # numba: loaded by the jobs that key documents only
+
     doc_starts = np.ascontiguousarray(doc_starts, dtype=np.int64)
     exact = np.zeros(len(doc_starts), dtype=np.uint64)
     sig = np.full((len(doc_starts), num_bins), EMPTY, dtype=np.uint32)
@@ -156,6 +157,8 @@ def near_duplicates(
     threads, taken in order): its keys give candidate pairs (minhash.band_pairs); then, for the distinct
     pairs, each band's matching and non-empty bins are counted (minhash.estimate_jaccard's sums, band by
     band: the same numbers)."""
+    from niels_gpt.curation.compiled import pair_counts_into
+
     n = len(sig)
     band_of = _band_of(sig, rows)
     skip = np.asarray(skip, dtype=bool)
