@@ -181,6 +181,37 @@ def _passes(table, h, shift):
     return (table[s >> _THREE] >> np.uint8(s & _SEVEN)) & np.uint8(1)
 
 
+BLOOM_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)  # odd: its product's top bits mix every bit of the hash
+_SIX = np.uint64(6)
+_SIXTY_THREE = np.uint64(63)
+
+
+@njit(inline="always")
+def _bloom_word_and_mask(h, wshift):
+    """A blocked Bloom filter's word for hash `h` (the product's top bits) and three bits in it (the next 18)."""
+    x = h * BLOOM_MULTIPLIER
+    b = x >> (wshift - np.uint64(18))
+    mask = (_ONE << (b & _SIXTY_THREE)) | (_ONE << ((b >> _SIX) & _SIXTY_THREE))
+    mask |= _ONE << ((b >> np.uint64(12)) & _SIXTY_THREE)
+    return x >> wshift, mask
+
+
+@_jit
+def _build_bloom(keys, skip, words, wshift):
+    use_skip = len(skip) > 0
+    for i in range(len(keys)):
+        if use_skip and skip[i]:
+            continue
+        w, mask = _bloom_word_and_mask(keys[i], wshift)
+        words[w] |= mask
+
+
+@njit(inline="always")
+def _in_bloom(words, h, wshift):
+    w, mask = _bloom_word_and_mask(h, wshift)
+    return np.uint8((words[w] & mask) == mask)
+
+
 @njit(inline="always")
 def _probe(slots, h, shift, mask, zero_id):
     """Position of key `h` in the index's keys, or -1 (slots: (size, 2) of key, id; key 0 kept apart)."""
@@ -210,64 +241,83 @@ def _build_slots(keys, slots, shift, mask):
 
 
 @_jit
-def _hash_key_ids(hashes, f0, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
+def _hash_key_ids(hashes, bloom, wshift, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
     use_skip = len(skip) > 0
     for i in range(len(hashes)):
         h = hashes[i]
         out[i] = -1
-        if not _passes(f0, h, fshift) or not _passes(f1, h * FILTER2_MULTIPLIER, fshift):
+        if not _in_bloom(bloom, h, wshift) or not _passes(f1, h * FILTER2_MULTIPLIER, fshift):
             continue
         key = _probe(slots, h, tshift, tmask, zero_id)
         if key >= 0 and not (use_skip and skip[key]):
             out[i] = key
 
 
+BLOCK = 2048  # n-gram starts taken through each stage of _ngram_key_ids at a time
+
+
 @_jit
-def _ngram_key_ids(ids, n, special, base_n, f0, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
+def _ngram_key_ids(ids, n, special, base_n, bloom, wshift, f1, fshift, slots, tshift, tmask, zero_id, skip, out):
     """Per n-gram start of `ids`: the key id of its rolling hash, or -1 when it is not a key, a key marked in
-    `skip`, or the n-gram holds an id marked in `special`. Returns how many keys found were skipped."""
+    `skip`, or the n-gram holds an id marked in `special`. Returns how many keys found were skipped.
+    Three stages per BLOCK starts: the hashes (a chain of multiply-adds), then the first filter's test of each
+    (a loop of independent reads and no branch, so its cache misses overlap: in one loop with the hashing,
+    and a branch on each result, the filter cost 2x as much), then for the few that pass, the second filter
+    and the table."""
     base = NGRAM_BASE
     use_skip = len(skip) > 0
     skipped = 0
+    m = len(ids) - n + 1
+    hashes = np.empty(BLOCK, dtype=np.uint64)
+    passed = np.empty(BLOCK, dtype=np.uint8)
     h = np.uint64(0)
     last_special = -1
     for j in range(n - 1):
         h = h * base + np.uint64(ids[j])
         if special[ids[j]]:
             last_special = j
-    for i in range(len(ids) - n + 1):
-        t = ids[i + n - 1]
-        if special[t]:
-            last_special = i + n - 1
-        h = h * base + np.uint64(t)
-        if i > 0:
-            h -= np.uint64(ids[i - 1]) * base_n
-        out[i] = -1
-        if last_special >= i:
-            continue
-        if not _passes(f0, h, fshift) or not _passes(f1, h * FILTER2_MULTIPLIER, fshift):
-            continue
-        key = _probe(slots, h, tshift, tmask, zero_id)
-        if key >= 0:
-            if use_skip and skip[key]:
-                skipped += 1
-            else:
-                out[i] = key
+    for lo in range(0, m, BLOCK):
+        size = min(BLOCK, m - lo)
+        for j in range(size):
+            i = lo + j
+            t = ids[i + n - 1]
+            last_special = i + n - 1 if special[t] else last_special
+            h = h * base + np.uint64(t)
+            if i > 0:
+                h -= np.uint64(ids[i - 1]) * base_n
+            hashes[j] = h
+            passed[j] = last_special < i
+        for j in range(size):
+            passed[j] &= _in_bloom(bloom, hashes[j], wshift)
+        for j in range(size):
+            out[lo + j] = -1
+            if not passed[j]:
+                continue
+            g = hashes[j]
+            if not _passes(f1, g * FILTER2_MULTIPLIER, fshift):
+                continue
+            key = _probe(slots, g, tshift, tmask, zero_id)
+            if key >= 0:
+                if use_skip and skip[key]:
+                    skipped += 1
+                else:
+                    out[lo + j] = key
     return skipped
 
 
 class CompiledIndex:
-    """An `NgramIndex`'s keys looked up by the compiled loops: its two bit filters, then an open-addressing
-    table of (key, id) pairs side by side (load <= 1/2: a member costs one cache line, where the numpy
-    HashTable's separate key and id arrays cost two). `skip`: a bool per key (the waived ones, or those already
-    counted past the limit): a skipped key answers -1; the caller may change it in place between calls."""
+    """An `NgramIndex`'s keys looked up by the compiled loops: a blocked Bloom filter (three bits in one 64-bit
+    word per key, ~4-8 bits per key: 4 MB for 5 M keys, where the index's first filter takes 16 MB, so it stays
+    in cache; ~3-8 % of non-members pass), the index's second bit filter, then an open-addressing table of
+    (key, id) pairs side by side (load <= 1/2: a member costs one cache line, where the numpy HashTable's
+    separate key and id arrays cost two). `skip`: a bool per key (the waived ones, or those already counted
+    past the limit): a skipped key answers -1; the caller may change it in place between calls."""
 
     def __init__(self, index: NgramIndex, skip: np.ndarray | None = None):
         self.index = index
         self.keys = index.keys
         self.skip = _NO_MASK if skip is None else skip
-        f0, f1 = index._filters
-        self._filters = (f0, f1, index._shift)
+        self._filters = self._build_filters(_NO_MASK, index._filters[1])
         bits = max(10, int(len(self.keys)).bit_length() + 1)
         self._slots = np.zeros((1 << bits, 2), dtype=np.uint64)
         self._shift, self._mask = np.uint64(64 - bits), np.uint64((1 << bits) - 1)
@@ -279,6 +329,15 @@ class CompiledIndex:
     def __len__(self) -> int:
         return len(self.keys) - int(self.skip.sum()) if len(self.skip) else len(self.keys)
 
+    def _build_filters(self, skip: np.ndarray, second: np.ndarray) -> tuple:
+        """(Bloom words, their shift, the second filter, its shift) over the keys not marked in `skip`."""
+        wbits = max(10, (len(self.keys) // 16).bit_length())
+        words = np.zeros(1 << wbits, dtype=np.uint64)
+        wshift = np.uint64(64 - wbits)
+        if len(self.keys):
+            _build_bloom(self.keys, skip, words, wshift)
+        return words, wshift, second, self.index._shift
+
     def with_skip(self, skip: np.ndarray) -> CompiledIndex:
         """The same index answering -1 for the keys marked in `skip` (a bool per key), its table shared and its
         filters rebuilt over the other keys: an n-gram whose key is skipped mostly stops at a filter (a few MB,
@@ -289,13 +348,9 @@ class CompiledIndex:
         other.__dict__.update(self.__dict__)
         other.skip = skip
         index = self.index
-        if skip.any():  # else the index's own filters serve (a rebuild over 5 M keys costs ~0.3 s)
-            rest = self.keys[~skip]
-            f0 = index._build_filter(index._slots(rest, None))
-            f1 = index._build_filter(index._slots(rest, FILTER2_MULTIPLIER))
-            other._filters = (f0, f1, index._shift)
-        else:
-            other._filters = (*index._filters, index._shift)
+        if skip.any():  # else the filters over every key serve (a rebuild over 5 M keys costs ~0.2 s)
+            second = index._build_filter(index._slots(self.keys[~skip], FILTER2_MULTIPLIER))
+            other._filters = self._build_filters(skip, second)
         return other
 
     def key_ids(self, hashes: np.ndarray) -> np.ndarray:
@@ -321,9 +376,8 @@ class CompiledIndex:
         if not len(out) or not len(self.keys):
             out.fill(-1)
             return out, 0
-        f0, f1, fshift = self._filters
         skipped = _ngram_key_ids(
-            ids, n, specials, _power(n), f0, f1, fshift, self._slots, self._shift, self._mask, self._zero_id,
+            ids, n, specials, _power(n), *self._filters, self._slots, self._shift, self._mask, self._zero_id,
             self.skip, out,
         )  # fmt: skip
         return out, int(skipped)
