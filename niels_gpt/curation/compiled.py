@@ -1,17 +1,20 @@
-"""Compiled loops (numba) for curation's two passes over every train token: the documents' keys, and the
-token n-grams looked up among the protected ones.
+"""Compiled loops (numba) for curation's passes over every train token and every document: the documents'
+keys (`doc_keys_into`), the token n-grams looked up among the protected ones (`CompiledIndex`), and the LSH
+bands of near-duplicate detection (`band_keys_into`, `band_pairs`, `pair_counts_into`).
 
-Both passes were whole-array numpy: about ten passes over a chunk per token for the keys (words, their
-hashes, shingles, bins), and for the lookups a rolling hash, two filters and a hash table probed in rounds.
-A loop that reads each token once does the same arithmetic on values held in registers; at full size
-(433 M train tokens) that was most of `curate`'s CPU time. Measured in benchmarks/bench_dedup.py and
-benchmarks/bench_curation_scan.py against the numpy definitions, which stay beside them as the reference the
-tests compare with (dedup.doc_keys_reference, report/ngrams.py's rolling_hashes + NgramIndex.key_ids).
+They were whole-array numpy: about ten passes over a chunk per token for the keys (words, their hashes,
+shingles, bins), and for the lookups a rolling hash, two filters and a hash table probed in rounds. A loop
+that reads each token once does the same arithmetic on values held in registers; at full size (433 M train
+tokens) that was most of `curate`'s CPU time. Measured in benchmarks/bench_curation_scan.py and
+benchmarks/bench_dedup.py against the numpy definitions, which stay as the reference the tests compare with
+(dedup.doc_keys_reference; report/ngrams.py's rolling_hashes + NgramIndex.key_ids; tests/curation/test_compiled.py
+writes the band keys and pairs out in Python).
 
 Every value is the numpy path's, bit for bit (uint64 arithmetic wraps mod 2**64 the same way), so the
 decisions do not change. The loops release the GIL (curate runs chunks on a thread pool) and are cached on
 disk after the first compile (numba's cache beside this file, or the user's cache folder where this one is
-read-only); where neither can be written they are compiled once per process (~1 s).
+read-only); where neither can be written they are compiled once per process (~1 s each). Only the jobs
+that key documents or look up n-grams import this module (numba's import and its LLVM library: ~60 MB).
 """
 
 from __future__ import annotations
@@ -308,7 +311,7 @@ def _ngram_key_ids(ids, n, special, base_n, bloom, wshift, f1, fshift, slots, ts
 class CompiledIndex:
     """An `NgramIndex`'s keys looked up by the compiled loops: a blocked Bloom filter (three bits in one 64-bit
     word per key, ~4-8 bits per key: 4 MB for 5 M keys, where the index's first filter takes 16 MB, so it stays
-    in cache; ~3-8 % of non-members pass), the index's second bit filter, then an open-addressing table of
+    in cache; ~3-10 % of non-members pass), the index's second bit filter, then an open-addressing table of
     (key, id) pairs side by side (load <= 1/2: a member costs one cache line, where the numpy HashTable's
     separate key and id arrays cost two). `skip`: a bool per key (the waived ones, or those already counted
     past the limit): a skipped key answers -1; the caller may change it in place between calls."""
