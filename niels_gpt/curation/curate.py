@@ -417,7 +417,6 @@ def curate(
 ) -> dict:
     """Decide what every raw cache keeps; write the decisions files and the summary; return the summary.
     `num_threads` key the documents (the result does not depend on it)."""
-    from niels_gpt.curation.compiled import CompiledIndex  # numba: not loaded by the certificate's import
     from niels_gpt.tokenizer import SentencePieceTokenizer
 
     dcfg, xcfg, n = cfg["dedup"], cfg["decontamination"], cfg["leakage"]["n_tokens"]
@@ -496,7 +495,7 @@ def curate(
             _val_hashes(s, reason_of[no], s.budget, n, specials) for no, s in enumerate(splits) if s.split == "val"
         ]
         sides += benchmark_hashes(xcfg["benchmarks"], tokenizer, n, log)
-        index = CompiledIndex(protected_index([sorted_unique(h) for h, _ in sides]))  # each side's repeats first
+        index = protected_index([sorted_unique(h) for h, _ in sides])  # each side's repeats dropped first
         limit = xcfg["max_ngram_units"]
         counts = _side_counts(index, sides) if limit is not None else None
         del sides  # the scans below hold the index and the counts, not the val n-grams

@@ -36,41 +36,22 @@ def unit_ngrams(ids: np.ndarray, n: int, specials: np.ndarray) -> np.ndarray:
     return h[~windows_touching(specials[ids], n)] if len(h) else h
 
 
-def protected_index(hash_arrays: list[np.ndarray]) -> NgramIndex:
-    """One index over the n-gram hashes of every protected text."""
-    return NgramIndex(sorted_unique(np.concatenate([np.zeros(0, np.uint64), *hash_arrays])))
+def protected_index(hash_arrays: list[np.ndarray]):
+    """One index over the n-gram hashes of every protected text, for the compiled lookups
+    (compiled.CompiledIndex over an NgramIndex; numba is imported here, by the jobs that scan, only)."""
+    from niels_gpt.curation.compiled import CompiledIndex
+
+    return CompiledIndex(NgramIndex(sorted_unique(np.concatenate([np.zeros(0, np.uint64), *hash_arrays]))))
 
 
-class Unwaived:
-    """An index less its `waived` keys (a subset of its keys), for `covered`: a hash is a member when the index
-    holds it and it is not waived. The same answers as an index built over the rest, without building one
-    and its hash table again (at full size ~2 s and 400 MB for 5 M keys)."""
-
-    def __init__(self, index: NgramIndex, waived: np.ndarray):
-        self.index = index
-        self.live = np.ones(len(index), dtype=bool)
-        self.live[np.searchsorted(index.keys, np.asarray(waived, dtype=np.uint64))] = False
-        self.size = int(self.live.sum())
-
-    def __len__(self) -> int:
-        return self.size
-
-    def contains(self, hashes: np.ndarray) -> np.ndarray:
-        ids = self.index.key_ids(hashes)
-        return (ids >= 0) & self.live[ids]
-
-
-def covered(ids: np.ndarray, index: NgramIndex, n: int, specials: np.ndarray) -> np.ndarray:
-    """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` protects (an
-    NgramIndex, Unwaived, or compiled.CompiledIndex: one compiled pass instead of the hashes and lookups)."""
+def covered(ids: np.ndarray, index, n: int, specials: np.ndarray) -> np.ndarray:
+    """Bool per position of `ids`: inside an n-gram (holding no special id) that `index` (a
+    compiled.CompiledIndex: `protected_index`, or one `with_skip` the waived keys) protects."""
     ids = np.asarray(ids)
     out = np.zeros(len(ids), dtype=bool)
     if len(ids) < n or not len(index):
         return out
-    if hasattr(index, "ngram_key_ids"):
-        starts = np.flatnonzero(index.ngram_key_ids(ids, n, specials) >= 0)
-    else:
-        starts = np.flatnonzero(index.contains(rolling_hashes(ids, n)) & ~windows_touching(specials[ids], n))
+    starts = np.flatnonzero(index.ngram_key_ids(ids, n, specials) >= 0)
     if len(starts) * n <= len(ids):  # few: mark the n positions of each
         for k in range(n):
             out[starts + k] = True

@@ -443,7 +443,6 @@ def test_decontaminating_only_the_touched_units_gives_the_same_cuts(
     from pathlib import Path
 
     from niels_gpt.curation import curate as curate_module
-    from niels_gpt.curation.compiled import CompiledIndex
     from niels_gpt.curation.decontaminate import protected_index, special_table
     from niels_gpt.curation.raw import ordered_splits
     from niels_gpt.report.ngrams import sorted_unique
@@ -463,18 +462,17 @@ def test_decontaminating_only_the_touched_units_gives_the_same_cuts(
     monkeypatch.setattr(curate_module, "PAIRS_KEPT", pairs_kept)
     train_split = next(s for s in splits if s.split == "train")
     with ThreadPoolExecutor(2) as pool:
-        compiled = CompiledIndex(index)
-        entries = curate_module._count_train_units(train_split, compiled, 13, specials, pool, 4, counts, 3)
+        entries = curate_module._count_train_units(train_split, index, 13, specials, pool, 4, counts, 3)
         assert any(isinstance(e, tuple) and len(e[0]) for e in entries) == (pairs_kept > 0)
         touched = [curate_module._units_to_scan(e, counts <= 3) for e in entries]
         waived = curate_module._boilerplate(index, counts, 3)
         assert len(waived)
-        index = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
-        args = (train_split, {1: 1}, index, 13, specials, 13, pool, 4)
+        rest = protected_index([np.setdiff1d(index.keys, waived, assume_unique=True)])
+        args = (train_split, {1: 1}, rest, 13, specials, 13, pool, 4)
         everything = curate_module._decontaminate(*args)
         only_touched = curate_module._decontaminate(*args, touched)
-        skip = np.isin(compiled.keys, waived)  # the compiled index less the waived keys: the same cuts
-        assert curate_module._decontaminate(*args[:2], compiled.with_skip(skip), *args[3:], touched) == everything
+        skip = np.isin(index.keys, waived)  # the index less the waived keys (what curate scans with): the same cuts
+        assert curate_module._decontaminate(*args[:2], index.with_skip(skip), *args[3:], touched) == everything
     assert only_touched == everything
     assert {7, 9, 10} <= set(everything)  # the quotes of val text
     assert not {1, 6, 8, 11} & set(everything)  # removed (1), no val text (6, 8, 11)

@@ -58,22 +58,22 @@ def test_unit_pieces_are_kept_pieces_of_every_unit_at_once(seed):
         assert got == [kept_pieces(mask[lo:hi], min_piece) for lo, hi in chosen]
 
 
-def test_unwaived_answers_as_an_index_of_the_keys_left():
-    from niels_gpt.curation.decontaminate import Unwaived
-
+def test_an_index_less_its_waived_keys_answers_as_an_index_of_the_keys_left():
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64)
     index = protected_index([keys])
-    waived = index.keys[rng.random(len(index)) < 0.3]
-    rest = protected_index([np.setdiff1d(index.keys, waived)])
-    less = Unwaived(index, waived)
-    probe = np.concatenate([keys, waived, rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64)])
-    assert len(less) == len(rest) == len(index) - len(waived) and 0 < len(waived)
+    drop = rng.random(len(index)) < 0.3
+    rest = protected_index([index.keys[~drop]])
+    less = index.with_skip(drop)
+    probe = np.concatenate([keys, index.keys[drop], rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64)])
+    assert len(less) == len(rest) == len(index) - int(drop.sum()) and drop.any()
     np.testing.assert_array_equal(less.contains(probe), rest.contains(probe))
     ids = np.array([5, 9, 12, 9, 14] * 4, dtype=np.uint16)
     protected = protected_index([unit_ngrams(ids, 3, special_table([]))])
-    mask = covered(ids, Unwaived(protected, protected.keys), 3, special_table([]))
-    assert not mask.any() and covered(ids, Unwaived(protected, waived[:0]), 3, special_table([])).all()
+    mask = covered(ids, protected.with_skip(np.ones(len(protected), dtype=bool)), 3, special_table([]))
+    assert (
+        not mask.any() and covered(ids, protected.with_skip(np.zeros(len(protected), bool)), 3, special_table([])).all()
+    )
 
 
 @pytest.mark.parametrize("protect", [1, 5, 150])
