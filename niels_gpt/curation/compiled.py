@@ -352,7 +352,7 @@ class CompiledIndex:
         other.skip = skip
         index = self.index
         if skip.any():  # else the filters over every key serve (a rebuild over 5 M keys costs ~0.2 s)
-            second = index._build_filter(index._slots(self.keys[~skip], FILTER2_MULTIPLIER))
+            (second,) = index.filters_over(self.keys[~skip], which=(1,))
             other._filters = self._build_filters(skip, second)
         return other
 

@@ -114,7 +114,7 @@ class NgramIndex:
             raise ValueError("NgramIndex keys must be sorted and distinct (use NgramIndex.from_hashes)")
         self.bits = max(MIN_FILTER_BITS, int(len(self.keys)).bit_length() + SLOT_BITS_PER_KEY)
         self._shift = np.uint64(64 - self.bits)
-        self._filters = [self._build_filter(self._slots(self.keys, m)) for m in (None, FILTER2_MULTIPLIER)]
+        self._filters = self.filters_over(self.keys)
         self._hash_table = None  # built on the first `contains`, once (scan threads share the index)
         self._table_lock = Lock()
 
@@ -134,6 +134,11 @@ class NgramIndex:
     def _slots(self, h: np.ndarray, multiplier) -> np.ndarray:
         """Filter slot of each hash, as int64 (numpy indexes with int64 several times faster than uint64)."""
         return ((h if multiplier is None else h * multiplier) >> self._shift).view(np.int64)
+
+    def filters_over(self, keys: np.ndarray, which: tuple[int, ...] = (0, 1)) -> list[np.ndarray]:
+        """This index's bit filters (0: slot from h, 1: from h * FILTER2_MULTIPLIER), built over `keys`
+        (a subset of its keys: `without`, compiled.CompiledIndex.with_skip)."""
+        return [self._build_filter(self._slots(keys, (None, FILTER2_MULTIPLIER)[w])) for w in which]
 
     def _build_filter(self, slots: np.ndarray) -> np.ndarray:
         table = np.zeros(1 << (self.bits - 3), dtype=np.uint8)
@@ -182,7 +187,7 @@ class NgramIndex:
         other = object.__new__(NgramIndex)
         other.__dict__.update(self.__dict__)
         rest = self.keys[~drop]
-        other._filters = [self._build_filter(self._slots(rest, m)) for m in (None, FILTER2_MULTIPLIER)]
+        other._filters = self.filters_over(rest)
         self._table()  # built once, in the index both share
         other._hash_table = self._hash_table
         return other
